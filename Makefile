@@ -1,0 +1,39 @@
+# Two entry points: `make demo` and `make test`. Each sets itself up idempotently.
+VENV   := .venv
+PY     := $(VENV)/bin/python
+FARM   := $(VENV)/bin/farm
+STAMP  := $(VENV)/.installed-stamp
+DEMO_PORT ?= 5137
+
+.PHONY: setup sysdeps demo test lint bench clean
+
+sysdeps:
+	@if ! command -v adb >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then \
+		echo "installing Debian packages adb and chromium"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq adb chromium >/dev/null; \
+	fi
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+setup: sysdeps $(STAMP)
+
+demo: setup
+	@bash scripts/demo.sh
+
+test: setup
+	$(VENV)/bin/ruff check farm host_agent web_bench tests bench
+	$(PY) -m pytest -q -p no:cacheprovider
+
+lint: setup
+	$(VENV)/bin/ruff check farm host_agent web_bench tests bench
+	$(VENV)/bin/mypy farm host_agent web_bench
+
+bench: setup
+	@for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,202 @@
+"""The run manifest: one `runs/<id>/manifest.json` per run, shared by every lane."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import subprocess
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from farm import __version__
+from farm.errors import FarmError
+from farm.fsutil import atomic_write_text
+
+MANIFEST_VERSION = 1
+REDACTED = "***redacted***"
+# Config keys whose values are credentials, whatever their nesting.
+_SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "credential", "authorization", "cookie")
+# Keys that name where a credential lives (an env var name) rather than holding it.
+_SAFE_SUFFIXES = ("_env", "_env_var", "key_env")
+
+
+class CodeFingerprint(BaseModel):
+    """Which code produced the run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    git_commit: str | None = None
+    """HEAD commit of the checkout, when it is a git checkout."""
+    diff_sha256: str | None = None
+    """SHA-256 of `git diff HEAD` (uncommitted changes); null when clean or not a checkout."""
+    package_version: str = __version__
+    """agent-farm version."""
+
+
+class PhoneEntry(BaseModel):
+    """A phone seen by the run, used or left out."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    serial: str
+    """adb serial."""
+    adb_server: str = ""
+    """host:port of the adb server that reaches it."""
+    model: str | None = None
+    """ro.product.model."""
+    android: str | None = None
+    """ro.build.version.release."""
+    agent_version: str | None = None
+    """versionName of the agent app under test."""
+    status: Literal["used", "left_out"] = "used"
+    """Whether the run used the phone."""
+    reason: str | None = None
+    """Why a phone was left out (health gate)."""
+
+
+class TaskEntry(BaseModel):
+    """A task selected for the run and the hash of its file content."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    """Task id."""
+    sha256: str
+    """SHA-256 of the task file bytes."""
+
+
+class LaneEntry(BaseModel):
+    """One lane of the run and where its outputs are."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    lane: Literal["android", "web", "webvoyager", "desktop"]
+    """Lane name."""
+    outputs: list[str] = Field(default_factory=list)
+    """Output paths, relative to the run directory."""
+    detail: dict[str, JsonValue] = Field(default_factory=dict)
+    """Lane-specific settings (split, executor, suite version…)."""
+
+
+class Manifest(BaseModel):
+    """Everything needed to know what a run was and to trace its numbers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    manifest_version: Literal[1] = MANIFEST_VERSION
+    """Version of this format."""
+    run_id: str
+    """Run id, also the directory name under `runs/`."""
+    created_at: str
+    """ISO-8601 UTC creation time."""
+    finished_at: str | None = None
+    """ISO-8601 UTC time the run finished; null while running or after a crash."""
+    status: Literal["running", "finished", "failed"] = "running"
+    """Run state."""
+    command: list[str] = Field(default_factory=list)
+    """The command line that started the run."""
+    code: CodeFingerprint = Field(default_factory=CodeFingerprint)
+    """Code fingerprint."""
+    config: dict[str, JsonValue] = Field(default_factory=dict)
+    """farm.yaml as used, credentials removed."""
+    phones: list[PhoneEntry] = Field(default_factory=list)
+    """Phones used or left out."""
+    tasks: list[TaskEntry] = Field(default_factory=list)
+    """Task selection with content hashes."""
+    lanes: list[LaneEntry] = Field(default_factory=list)
+    """Lanes and their outputs."""
+    notes: list[str] = Field(default_factory=list)
+    """Anything a reader should know (e.g. infrastructure problems)."""
+
+
+def utc_now() -> str:
+    """Current UTC time, ISO-8601 with a Z suffix."""
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _is_secret_key(key: str) -> bool:
+    lowered = key.lower()
+    if lowered.endswith(_SAFE_SUFFIXES):
+        return False
+    return any(word in lowered for word in _SECRET_WORDS)
+
+
+def redact(value: JsonValue) -> JsonValue:
+    """A copy of a config tree with every credential-bearing value replaced."""
+    if isinstance(value, dict):
+        return {k: (REDACTED if _is_secret_key(k) and v not in (None, "") else redact(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value
+
+
+def code_fingerprint(repo: Path | None = None) -> CodeFingerprint:
+    """Git commit and a hash of the uncommitted diff of the checkout holding this package."""
+    where = repo or Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str | None:
+        try:
+            proc = subprocess.run(
+                ["git", "-C", str(where), *args], capture_output=True, timeout=10, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return proc.stdout.decode("utf-8", "replace") if proc.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    diff = git("diff", "HEAD") if commit else None
+    return CodeFingerprint(
+        git_commit=commit.strip() if commit else None,
+        diff_sha256=hashlib.sha256(diff.encode()).hexdigest() if diff else None,
+    )
+
+
+def manifest_path(run_dir: Path) -> Path:
+    """Where a run directory keeps its manifest."""
+    return run_dir / "manifest.json"
+
+
+def create_run_dir(runs_root: Path, manifest: Manifest) -> Path:
+    """Create `runs/<id>/` and write its manifest first; refuse an existing run directory."""
+    run_dir = runs_root / manifest.run_id
+    try:
+        run_dir.mkdir(parents=True, exist_ok=False)
+    except FileExistsError:
+        raise FarmError(
+            f"{run_dir}: run directory already exists", hint="pass a new --run-id; runs are never overwritten"
+        ) from None
+    save(run_dir, manifest)
+    return run_dir
+
+
+def save(run_dir: Path, manifest: Manifest) -> None:
+    """Write the manifest atomically (it is updated as lanes finish)."""
+    atomic_write_text(manifest_path(run_dir), manifest.model_dump_json(indent=2) + "\n")
+
+
+def load(run_dir: Path) -> Manifest:
+    """Read a run's manifest; a missing or invalid one is a FarmError."""
+    path = manifest_path(run_dir)
+    try:
+        return Manifest.model_validate_json(path.read_bytes())
+    except FileNotFoundError:
+        raise FarmError(f"{path}: no manifest", hint="is this a run directory under runs/?") from None
+    except ValueError as exc:
+        first = str(exc).splitlines()[1:2] or [str(exc)]
+        raise FarmError(f"{path}: invalid manifest: {first[0].strip()}") from None
+
+
+def add_lane(run_dir: Path, entry: LaneEntry) -> Manifest:
+    """Add (or extend) a lane entry of an existing run and save it."""
+    manifest = load(run_dir)
+    for existing in manifest.lanes:
+        if existing.lane == entry.lane:
+            existing.outputs.extend(o for o in entry.outputs if o not in existing.outputs)
+            existing.detail.update(entry.detail)
+            break
+    else:
+        manifest.lanes.append(entry)
+    save(run_dir, manifest)
+    return manifest

@@ -1,0 +1,1 @@
+"""Records, the append-only store, DuckDB aggregation and statistics."""
