@@ -24,6 +24,14 @@ app = typer.Typer(
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
+@app.command("version")
+def version() -> None:
+    """Print the agent-farm version."""
+    from farm import __version__
+
+    print(__version__)
+
+
 def _register() -> None:
     # Each module adds its own commands or sub-app; the order is the order of `farm --help`.
     from farm.cli import android, desktop, report, sim, tasks, web
