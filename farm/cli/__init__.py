@@ -24,6 +24,11 @@ app = typer.Typer(
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
+@app.callback()
+def _root() -> None:
+    """Evaluate AI agents on phones, browsers and desktops."""
+
+
 @app.command("version")
 def version() -> None:
     """Print the agent-farm version."""
