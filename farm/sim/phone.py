@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import posixpath
-import zlib
 import shutil
 import tempfile
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
