@@ -1,0 +1,1 @@
+"""The android lane: devices, preparation, executors, pull, and the run flow."""

@@ -1,0 +1,163 @@
+"""The contract between the android lane and the two executors (instrument, host).
+
+The lane discovers and prepares a phone, resolves its tasks, and hands one `PhoneJob` to an
+executor. The executor drives the tasks and must leave the phone's `eval/<run>/` tree (the
+layout of CONTRACTS §3: `scores.jsonl`, `metrics.json`, `summary.md`, `<id>/run/…`) in
+`job.raw_dir`. The lane then normalises that tree into records: tasks listed in
+`ExecutorOutcome.unfinished` become infrastructure-error records, never agent failures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Protocol
+
+if TYPE_CHECKING:
+    from adbutils import AdbDevice
+
+    from farm.config import InstrumentProfile
+    from farm.taskset.model import Task
+
+ExecutorName = Literal["instrument", "host"]
+# Per-task status as the instrumentation stream (or the host executor) reports it.
+TestStatus = Literal["passed", "failed", "ignored", "assumption_failure", "incomplete"]
+
+
+@dataclass(frozen=True)
+class ResolvedTask:
+    """A task ready to run on one phone: every placeholder filled for that phone."""
+
+    task: Task
+    """The task with `{app:…}`, `{probe:…}` and `{run}` substituted."""
+    directory: str
+    """Directory of the task file under tasks/, e.g. `read/system`."""
+    sha256: str
+    """SHA-256 of the task file bytes."""
+    apps: dict[str, str] = field(default_factory=dict)
+    """Capability → package resolved on this phone."""
+    probes: dict[str, str] = field(default_factory=dict)
+    """Probe key (`name` or `name:param`) → value read before the task."""
+    markers: list[str] = field(default_factory=list)
+    """Markers this task will create (resolved `marker`)."""
+
+    @property
+    def id(self) -> str:
+        """The task id."""
+        return self.task.id
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Run-wide options, the same for every phone (the `farm run` flags)."""
+
+    split: Literal["tune", "holdout", "all"]
+    """Pool selected."""
+    profile_name: str
+    """Name of the instrument profile in farm.yaml."""
+    profile: InstrumentProfile
+    """Agent app package, test package, runner, eval class, output dir template."""
+    set_prefix: str | None = None
+    """`--set`: directory or id prefix."""
+    allow_irreversible: bool = False
+    """Run `irreversible` tasks (they really send/delete/order)."""
+    price_in: float | None = None
+    """USD per million new input tokens."""
+    price_out: float | None = None
+    """USD per million output tokens."""
+    price_cached: float | None = None
+    """USD per million cached input tokens."""
+    on_takeover: Literal["cancel", "wait"] | None = None
+    """What the agent does on a takeover."""
+    channel: Literal["web", "app"] | None = None
+    """Force every task through the web or the app."""
+    flags: str | None = None
+    """`evalFlags` value (`none` or `key=on,…`)."""
+    learn_skills: bool = False
+    """Let the agent learn skills during the run."""
+    memory: bool = False
+    """Let the agent keep memories during the run."""
+    idle_timeout_s: float = 600.0
+    """Stop a phone whose executor produced no output for this long."""
+    deadline_monotonic: float | None = None
+    """`time.monotonic()` value after which every phone stops."""
+
+
+@dataclass
+class PhoneJob:
+    """Everything an executor needs to run one phone's share of a run."""
+
+    device: AdbDevice
+    """adbutils device handle (reached through the right adb server)."""
+    serial: str
+    """adb serial."""
+    label: str
+    """Short device label used in reports (model + index), never the serial."""
+    run_id: str
+    """Run id; also the on-device `eval/<run>/` name."""
+    tasks: list[ResolvedTask]
+    """Tasks to run on this phone (skipped ones are already removed)."""
+    options: RunOptions
+    """Run-wide options."""
+    raw_dir: Path
+    """Local directory where the phone's `eval/<run>/` tree must end up."""
+    device_eval_dir: str
+    """On-device `eval/<run>/` directory of the agent app."""
+    device_bundle_path: str
+    """On-device path of the pushed task bundle (`-e evalTasks`)."""
+
+
+class ProgressSink(Protocol):
+    """Live progress of one phone; implementations must be thread-safe."""
+
+    def task_started(self, task_id: str) -> None:
+        """A task began."""
+
+    def task_finished(self, task_id: str, status: TestStatus) -> None:
+        """A task ended with the given status."""
+
+    def note(self, text: str) -> None:
+        """A one-line remark (watchdog, crash, pull)."""
+
+
+@dataclass
+class ExecutorOutcome:
+    """What an executor reports back after running one phone's job."""
+
+    finished: list[str] = field(default_factory=list)
+    """Task ids that ran to an end (their results are in `raw_dir`)."""
+    unfinished: list[str] = field(default_factory=list)
+    """Task ids that never finished: they become infrastructure-error records."""
+    statuses: dict[str, TestStatus] = field(default_factory=dict)
+    """Status per task id as the executor saw it."""
+    infrastructure_error: str | None = None
+    """Why the phone's run stopped early (watchdog, disconnect, crash), if it did."""
+    crashed: bool = False
+    """The agent process crashed (`Process crashed.`)."""
+    pulled: bool = False
+    """Whether `raw_dir` holds the phone's eval tree."""
+    pull_refused: list[str] = field(default_factory=list)
+    """Entries of the pulled tree that were refused (escaping names, too large)."""
+
+
+class Executor(Protocol):
+    """Runs one phone's tasks and leaves its eval tree in `job.raw_dir`."""
+
+    name: ExecutorName
+
+    def run(self, job: PhoneJob, progress: ProgressSink) -> ExecutorOutcome:
+        """Run `job.tasks` on `job.device`; never raise for per-task problems."""
+        ...
+
+
+class NullProgress:
+    """A progress sink that ignores everything (tests, benchmarks)."""
+
+    def task_started(self, task_id: str) -> None:
+        """Ignore."""
+
+    def task_finished(self, task_id: str, status: TestStatus) -> None:
+        """Ignore."""
+
+    def note(self, text: str) -> None:
+        """Ignore."""

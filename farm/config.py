@@ -1,0 +1,180 @@
+"""`farm.yaml`: adb servers, health thresholds, instrument profiles, sign-ins, model, pricing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from farm.errors import FarmError
+
+DEFAULT_CONFIG_NAME = "farm.yaml"
+
+
+class AdbServer(BaseModel):
+    """An adb server that reaches phones (local or on another farm host)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = "127.0.0.1"
+    """Host name or address of the adb server."""
+    port: int = Field(default=5037, ge=1, le=65535)
+    """TCP port of the adb server."""
+
+    def address(self) -> str:
+        """`host:port`."""
+        return f"{self.host}:{self.port}"
+
+
+class HealthThresholds(BaseModel):
+    """What a phone must satisfy before it runs tasks."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_battery_pct: int = Field(default=20, ge=0, le=100)
+    """Minimum battery level unless the phone is charging."""
+    min_free_storage_mb: int = Field(default=500, ge=0)
+    """Minimum free space on /sdcard (MB)."""
+    require_unlocked: bool = True
+    """Wake the screen and dismiss the keyguard; a phone that stays locked fails the gate."""
+
+
+class InstrumentProfile(BaseModel):
+    """The agent app under test and how to start its EvalRunTest."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    package: str
+    """Agent app package (owner of the external files dir)."""
+    test_package: str
+    """Instrumentation (test) package."""
+    runner: str = "androidx.test.runner.AndroidJUnitRunner"
+    """Instrumentation runner class."""
+    eval_class: str
+    """The EvalRunTest class passed as `-e class`."""
+    files_dir: str = "/sdcard/Android/data/{package}/files"
+    """The app's external files dir; `{package}` is filled."""
+    output_dir: str = "{files_dir}/eval/{run}"
+    """Where the app writes `eval/<run>/`; `{files_dir}`, `{package}`, `{run}` are filled."""
+
+    def resolved_files_dir(self) -> str:
+        """The external files dir with `{package}` filled."""
+        return self.files_dir.format(package=self.package)
+
+    def eval_dir(self, run: str) -> str:
+        """The on-device `eval/<run>/` directory."""
+        return self.output_dir.format(files_dir=self.resolved_files_dir(), package=self.package, run=run)
+
+    def logged_in_file(self) -> str:
+        """The on-device `eval/logged-in.txt` a person fills with signed-in packages."""
+        return f"{self.resolved_files_dir()}/eval/logged-in.txt"
+
+    def component(self) -> str:
+        """`<test package>/<runner>`."""
+        return f"{self.test_package}/{self.runner}"
+
+
+SIM_PROFILE = InstrumentProfile(
+    package="dev.agentfarm.simagent",
+    test_package="dev.agentfarm.simagent.test",
+    runner="androidx.test.runner.AndroidJUnitRunner",
+    eval_class="dev.agentfarm.simagent.eval.EvalRunTest",
+)
+
+
+class Pricing(BaseModel):
+    """Default token prices passed to the agent (USD per million tokens); null = unknown."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input_per_m: float | None = Field(default=None, ge=0)
+    """New input tokens."""
+    output_per_m: float | None = Field(default=None, ge=0)
+    """Output tokens."""
+    cached_per_m: float | None = Field(default=None, ge=0)
+    """Cached input tokens."""
+
+
+class PullLimits(BaseModel):
+    """Limits applied when pulling a phone's eval tree."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_file_mb: float = Field(default=64, gt=0)
+    """Largest single file accepted."""
+    max_total_mb: float = Field(default=1024, gt=0)
+    """Largest tree accepted."""
+
+
+class FarmConfig(BaseModel):
+    """The whole `farm.yaml`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    adb_servers: list[AdbServer] = Field(default_factory=list)
+    """Extra adb servers besides the local one (ANDROID_ADB_SERVER_PORT or 5037)."""
+    health: HealthThresholds = Field(default_factory=HealthThresholds)
+    """Health gate thresholds."""
+    profiles: dict[str, InstrumentProfile] = Field(default_factory=dict)
+    """Instrument profiles by name; `sim` (the virtual phone's agent app) is always there."""
+    default_profile: str = "sim"
+    """Profile used when `--profile` is not given."""
+    signed_in: dict[str, list[str]] = Field(default_factory=dict)
+    """Serial → packages/sites a person has signed in on that phone."""
+    pricing: Pricing = Field(default_factory=Pricing)
+    """Default token prices."""
+    pull: PullLimits = Field(default_factory=PullLimits)
+    """Pull limits."""
+    idle_timeout_s: float = Field(default=600, gt=0)
+    """Default no-output watchdog per phone."""
+    runs_dir: str = "runs"
+    """Where run directories go."""
+    tasks_dir: str = "tasks"
+    """The task set root."""
+
+    def all_profiles(self) -> dict[str, InstrumentProfile]:
+        """Configured profiles plus the built-in `sim` profile (configured ones win)."""
+        return {"sim": SIM_PROFILE, **self.profiles}
+
+    def profile(self, name: str | None) -> tuple[str, InstrumentProfile]:
+        """The named (or default) profile; FarmError when it does not exist."""
+        chosen = name or self.default_profile
+        profiles = self.all_profiles()
+        if chosen not in profiles:
+            raise FarmError(
+                f"farm.yaml: profiles.{chosen}: no such instrument profile",
+                hint=f"known profiles: {', '.join(sorted(profiles))}",
+            )
+        return chosen, profiles[chosen]
+
+
+def load_config(path: Path | None) -> FarmConfig:
+    """Read and validate farm.yaml (`./farm.yaml` when `path` is None and it exists, else defaults)."""
+    if path is None:
+        candidate = Path(DEFAULT_CONFIG_NAME)
+        if not candidate.is_file():
+            return FarmConfig()
+        path = candidate
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FarmError(f"{path}: cannot read config ({exc.strerror})", hint="pass --config FILE") from None
+    except UnicodeDecodeError:
+        raise FarmError(f"{path}: config is not UTF-8 text") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise FarmError(f"{path}:{where} invalid YAML", hint="fix the syntax") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise FarmError(f"{path}: top level must be a mapping", hint="see farm.example.yaml")
+    try:
+        return FarmConfig.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        raise FarmError(f"{path}: {field}: {err['msg']}", hint="see farm.example.yaml") from None
