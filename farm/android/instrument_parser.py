@@ -1,0 +1,262 @@
+"""Incremental parser of `am instrument -w -r` output (the text status protocol).
+
+Lines are fed as they stream. Status bundles (`INSTRUMENTATION_STATUS: key=value` … ended by
+`INSTRUMENTATION_STATUS_CODE: n`) become test events, the result bundle
+(`INSTRUMENTATION_RESULT:` … `INSTRUMENTATION_CODE: n`) ends the run. Values may wrap onto
+following lines without a prefix. Output that stops without `INSTRUMENTATION_CODE` (a phone that
+went away) ends the open test as `incomplete` and fails the run with the count of tests missing,
+the way ddmlib and adam report it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from farm.android.executor import TestStatus
+
+STATUS = "INSTRUMENTATION_STATUS: "
+STATUS_CODE = "INSTRUMENTATION_STATUS_CODE: "
+RESULT = "INSTRUMENTATION_RESULT: "
+CODE = "INSTRUMENTATION_CODE: "
+FAILED = "INSTRUMENTATION_FAILED: "
+ABORTED = "INSTRUMENTATION_ABORTED: "
+
+# Status codes of androidx InstrumentationResultPrinter / ddmlib.
+_TERMINAL: dict[int, TestStatus] = {
+    0: "passed",
+    -1: "failed",  # legacy JUnit3 ERROR
+    -2: "failed",
+    -3: "ignored",
+    -4: "assumption_failure",
+}
+_START, _IN_PROGRESS = 1, 2
+RESULT_OK = -1  # Activity.RESULT_OK: the run finished, whatever the tests did.
+
+EventKind = Literal["run_started", "test_started", "test_ended", "run_failed", "run_ended"]
+
+
+@dataclass(frozen=True)
+class InstrumentEvent:
+    """One event of the run. `as_json()` is the `farm instrument parse` line."""
+
+    event: EventKind
+    test_count: int | None = None
+    cls: str | None = None
+    test: str | None = None
+    status: TestStatus | None = None
+    reason: str | None = None
+    stack: str | None = None
+    """Failure stack or stream text of a failed test (not part of the JSON line)."""
+
+    def as_json(self) -> dict[str, str | int]:
+        """The documented JSON shape of this event."""
+        if self.event == "run_started":
+            return {"event": "run_started", "testCount": self.test_count or 0}
+        if self.event == "test_started":
+            return {"event": "test_started", "class": self.cls or "", "test": self.test or ""}
+        if self.event == "test_ended":
+            return {
+                "event": "test_ended",
+                "class": self.cls or "",
+                "test": self.test or "",
+                "status": self.status or "incomplete",
+            }
+        if self.event == "run_failed":
+            return {"event": "run_failed", "reason": self.reason or ""}
+        return {"event": "run_ended"}
+
+
+@dataclass
+class _Bundle:
+    values: dict[str, str] = field(default_factory=dict)
+    last_key: str | None = None
+
+    def add(self, body: str) -> None:
+        key, sep, value = body.partition("=")
+        if not sep:
+            self.append(body)
+            return
+        self.values[key.strip()] = value
+        self.last_key = key.strip()
+
+    def append(self, line: str) -> None:
+        if self.last_key is not None:
+            self.values[self.last_key] += "\n" + line
+
+
+class InstrumentParser:
+    """Feed text (`feed`) or lines (`feed_line`); call `close()` when the stream ends."""
+
+    def __init__(self) -> None:
+        self._buffer = ""
+        self._status = _Bundle()
+        self._result = _Bundle()
+        self._current: _Bundle | None = None
+        self._reset_run()
+        self.events: list[InstrumentEvent] = []
+        """Every event emitted so far."""
+
+    def _reset_run(self) -> None:
+        self.started = False
+        self.ended = False
+        self.failed_reason: str | None = None
+        self.expected: int = 0
+        self.completed = 0
+        self.open_test: tuple[str, str] | None = None
+        self.statuses: dict[str, TestStatus] = {}
+        """Status per `class#test` of the current run."""
+        self.stacks: dict[str, str] = {}
+        """Failure text per `class#test`."""
+        self.result: dict[str, str] = {}
+        """The INSTRUMENTATION_RESULT bundle."""
+        self.code: int | None = None
+
+    @property
+    def crashed(self) -> bool:
+        """Whether the run ended with the app process crashing."""
+        return "crash" in self.result.get("shortMsg", "").lower()
+
+    def feed(self, text: str) -> list[InstrumentEvent]:
+        """Parse a chunk of output (may end mid-line); return the new events."""
+        self._buffer += text
+        *lines, self._buffer = self._buffer.split("\n")
+        out: list[InstrumentEvent] = []
+        for line in lines:
+            out.extend(self.feed_line(line))
+        return out
+
+    def feed_line(self, line: str) -> list[InstrumentEvent]:
+        """Parse one complete line (without its newline); return the new events."""
+        line = line.rstrip("\r")
+        out: list[InstrumentEvent] = []
+        if line.startswith(STATUS_CODE):
+            code = _int(line[len(STATUS_CODE) :])
+            if code is not None:
+                self._on_status(code, out)
+            self._status = _Bundle()
+            self._current = None
+        elif line.startswith(STATUS):
+            if self.ended:
+                self._reset_run()
+            self._status.add(line[len(STATUS) :])
+            self._current = self._status
+        elif line.startswith(RESULT):
+            self._result.add(line[len(RESULT) :])
+            self._current = self._result
+        elif line.startswith(CODE):
+            code = _int(line[len(CODE) :])
+            self._on_code(code, out)
+            self._current = None
+        elif line.startswith(FAILED) or line.startswith(ABORTED):
+            prefix = FAILED if line.startswith(FAILED) else ABORTED
+            detail = line[len(prefix) :].strip()
+            reason = f"Instrumentation failed: {detail}" if prefix == FAILED else detail
+            self._fail(reason, out)
+            self._current = None
+        elif self._current is not None:
+            self._current.append(line)
+        self.events.extend(out)
+        return out
+
+    def close(self) -> list[InstrumentEvent]:
+        """The stream ended: flush a last partial line and settle the run."""
+        out: list[InstrumentEvent] = []
+        if self._buffer:
+            out.extend(self.feed_line(self._buffer))
+            self._buffer = ""
+        if self.started and not self.ended and self.failed_reason is None:
+            tail: list[InstrumentEvent] = []
+            self._end_open_test(tail)
+            if self.completed < self.expected or any(e.status == "incomplete" for e in tail):
+                reason = (
+                    f"Test run failed to complete. Expected {self.expected} tests, executed {self.completed}"
+                )
+                self.failed_reason = reason
+                tail.append(InstrumentEvent("run_failed", reason=reason))
+            else:
+                tail.append(InstrumentEvent("run_ended"))
+            self.ended = True
+            self.events.extend(tail)
+            out.extend(tail)
+        return out
+
+    def _ensure_started(self, values: dict[str, str], out: list[InstrumentEvent]) -> None:
+        if not self.started:
+            self.started = True
+            self.expected = _int(values.get("numtests", "")) or 0
+            out.append(InstrumentEvent("run_started", test_count=self.expected))
+
+    def _on_status(self, code: int, out: list[InstrumentEvent]) -> None:
+        values = self._status.values
+        if self.ended:
+            self._reset_run()
+        self._ensure_started(values, out)
+        cls, test = values.get("class", ""), values.get("test", "")
+        if code == _START:
+            if self.open_test is not None and self.open_test != (cls, test):
+                self._end_open_test(out)
+            self.open_test = (cls, test)
+            out.append(InstrumentEvent("test_started", cls=cls, test=test))
+        elif code == _IN_PROGRESS:
+            return
+        elif code in _TERMINAL:
+            if self.open_test != (cls, test):
+                # A terminal status without a START (e.g. a class-level ignore): start it here.
+                self._end_open_test(out)
+                out.append(InstrumentEvent("test_started", cls=cls, test=test))
+            status = _TERMINAL[code]
+            stack = values.get("stack") or values.get("stream")
+            key = f"{cls}#{test}"
+            self.statuses[key] = status
+            if status != "passed" and stack:
+                self.stacks[key] = stack.strip()
+            self.completed += 1
+            self.open_test = None
+            out.append(InstrumentEvent("test_ended", cls=cls, test=test, status=status, stack=stack))
+
+    def _end_open_test(self, out: list[InstrumentEvent]) -> None:
+        if self.open_test is None:
+            return
+        cls, test = self.open_test
+        self.statuses[f"{cls}#{test}"] = "incomplete"
+        self.open_test = None
+        out.append(InstrumentEvent("test_ended", cls=cls, test=test, status="incomplete"))
+
+    def _on_code(self, code: int | None, out: list[InstrumentEvent]) -> None:
+        result = dict(self._result.values)
+        self._result = _Bundle()
+        if self.ended:
+            self._reset_run()
+        self.result, self.code = result, code
+        self._ensure_started({}, out)
+        self._end_open_test(out)
+        if self.failed_reason is None and code != RESULT_OK:
+            short = self.result.get("shortMsg", "").strip()
+            reason = short or f"Unexpected INSTRUMENTATION_CODE: {code}"
+            self.failed_reason = reason
+            out.append(InstrumentEvent("run_failed", reason=reason))
+        self.ended = True
+        out.append(InstrumentEvent("run_ended"))
+
+    def _fail(self, reason: str, out: list[InstrumentEvent]) -> None:
+        self._ensure_started({}, out)
+        self._end_open_test(out)
+        if self.failed_reason is None:
+            self.failed_reason = reason
+            out.append(InstrumentEvent("run_failed", reason=reason))
+
+
+def _int(text: str) -> int | None:
+    try:
+        return int(text.strip())
+    except ValueError:
+        return None
+
+
+def parse_text(text: str) -> list[InstrumentEvent]:
+    """Parse a whole capture at once."""
+    parser = InstrumentParser()
+    parser.feed(text)
+    parser.close()
+    return parser.events
