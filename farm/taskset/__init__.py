@@ -1,0 +1,1 @@
+"""Task set: schema, loader, capabilities, probe catalogue, placeholders and the task-set rules."""
