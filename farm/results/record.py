@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-RECORD_SCHEMA_VERSION = 1
+RECORD_SCHEMA_VERSION: Literal[1] = 1
 
 Outcome = Literal["succeeded", "failed", "confirmation", "takeover", "skipped", "error"]
 Expect = Literal["succeeded", "confirmation", "failed", "takeover"]

@@ -1,0 +1,292 @@
+"""On-device `scores.jsonl` lines (camelCase, CONTRACTS §3) → `Record`s.
+
+Nothing the phone wrote is dropped: fields this schema does not model go to `Record.extra`; an
+outcome it does not know becomes an `error` record; a line that is not valid JSON becomes an
+`error` record naming the line, and the other lines are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import get_args
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+
+from farm.results.record import (
+    CheckResult,
+    Execution,
+    Executor,
+    Expect,
+    Outcome,
+    Partition,
+    Record,
+    RunMetrics,
+    Tokens,
+)
+
+_OUTCOMES: tuple[str, ...] = get_args(Outcome)
+_EXPECTS: tuple[str, ...] = get_args(Expect)
+_PARTITIONS: tuple[str, ...] = get_args(Partition)
+_EXECUTIONS: tuple[str, ...] = get_args(Execution)
+_ID_IN_TEXT = re.compile(r'"id"\s*:\s*"([^"\\]{1,200})"')
+
+
+class _Loose(BaseModel):
+    # The phone's app owns this format; unknown keys are kept (model_extra), not refused.
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class DeviceCheck(_Loose):
+    """One check verdict as the app writes it."""
+
+    type: str = "unknown"
+    """Check type."""
+    passed: bool = False
+    """Verdict."""
+    detail: str = ""
+    """Why."""
+
+
+class DeviceTokens(_Loose):
+    """Token usage as the app writes it."""
+
+    input: int | None = None
+    """New input tokens."""
+    cache_read: int | None = Field(default=None, alias="cacheRead")
+    """Cache reads."""
+    cache_write: int | None = Field(default=None, alias="cacheWrite")
+    """Cache writes."""
+    output: int | None = None
+    """Output tokens."""
+
+
+class DeviceMetrics(_Loose):
+    """RunMetrics as the app writes them."""
+
+    first_feedback_ms: float | None = Field(default=None, alias="firstFeedbackMs")
+    """First feedback."""
+    round_trips: int | None = Field(default=None, alias="roundTrips")
+    """Model round trips."""
+    model_ms: float | None = Field(default=None, alias="modelMs")
+    """Model time."""
+    screen_read_ms: float | None = Field(default=None, alias="screenReadMs")
+    """Screen-read time."""
+    action_ms: float | None = Field(default=None, alias="actionMs")
+    """Action time."""
+    other_ms: float | None = Field(default=None, alias="otherMs")
+    """Other time."""
+    total_ms: float | None = Field(default=None, alias="totalMs")
+    """Total."""
+
+
+class DeviceScore(_Loose):
+    """One `scores.jsonl` line."""
+
+    id: str
+    """Task id."""
+    category: str = ""
+    """Category as the app knows it."""
+    partition: str | None = None
+    """tune / holdout."""
+    expect: str | None = None
+    """Expected outcome."""
+    outcome: str
+    """What happened."""
+    passed: bool = False
+    """Initial verdict."""
+    checks: list[DeviceCheck] = Field(default_factory=list)
+    """Check verdicts."""
+    answer: str | None = None
+    """Final answer."""
+    reason: str | None = None
+    """Why (skip, failure)."""
+    failure_category: str | None = Field(default=None, alias="failureCategory")
+    """Failure category."""
+    takeover_kind: str | None = Field(default=None, alias="takeoverKind")
+    """Barrier at a takeover."""
+    steps: int | None = None
+    """Actions taken."""
+    tokens: DeviceTokens = Field(default_factory=DeviceTokens)
+    """Token usage."""
+    cost_usd: float | None = Field(default=None, alias="costUsd")
+    """Cost (USD)."""
+    metrics: DeviceMetrics = Field(default_factory=DeviceMetrics)
+    """Where the time went."""
+    markers: list[str] = Field(default_factory=list)
+    """Markers created."""
+    execution: str | None = None
+    """live / controlled / simulated."""
+    started_at: str | None = Field(default=None, alias="startedAt")
+    """Start time."""
+    ended_at: str | None = Field(default=None, alias="endedAt")
+    """End time."""
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the lane knows about the records of one phone's eval tree."""
+
+    run: str
+    device: str
+    split: str | None = None
+    executor: Executor | None = None
+    execution: Execution = "live"
+    attempt: int = 1
+    categories: dict[str, str] | None = None
+    """Task id → task directory (e.g. `read/system`), preferred over the app's category."""
+
+
+def _extra_of(model: BaseModel) -> dict[str, JsonValue]:
+    return dict(model.model_extra or {})
+
+
+def score_to_record(score: DeviceScore, ctx: Context, source: str) -> Record:
+    """Normalise one parsed line."""
+    extra = _extra_of(score)
+    for name, sub in (("tokens", score.tokens), ("metrics", score.metrics)):
+        if sub.model_extra:
+            extra[name] = _extra_of(sub)
+    checks = []
+    for check in score.checks:
+        checks.append(CheckResult(type=check.type, passed=check.passed, detail=check.detail))
+        if check.model_extra:
+            extra.setdefault("checkExtra", [])
+            bucket = extra["checkExtra"]
+            if isinstance(bucket, list):
+                bucket.append(_extra_of(check))
+    reasons = [score.reason] if score.reason else []
+    outcome = score.outcome
+    passed = score.passed
+    if outcome not in _OUTCOMES:
+        extra["deviceOutcome"] = outcome
+        reasons.append(f"unknown outcome {outcome!r} reported by the phone")
+        outcome, passed = "error", False
+    partition = score.partition if score.partition in _PARTITIONS else None
+    if score.partition is not None and partition is None:
+        extra["devicePartition"] = score.partition
+    expect = score.expect if score.expect in _EXPECTS else None
+    if score.expect is not None and expect is None:
+        extra["deviceExpect"] = score.expect
+    execution = score.execution if score.execution in _EXECUTIONS else ctx.execution
+    if score.execution is not None and score.execution not in _EXECUTIONS:
+        extra["deviceExecution"] = score.execution
+    category = (ctx.categories or {}).get(score.id) or score.category
+    if category != score.category and score.category:
+        extra["deviceCategory"] = score.category
+    kind = None
+    if outcome == "error":
+        kind = "infrastructure"
+    elif outcome != "skipped" and not passed:
+        kind = "agent"
+    return Record(
+        run=ctx.run,
+        lane="android",
+        device=ctx.device,
+        task_id=score.id,
+        category=category,
+        partition=partition,
+        expect=expect,
+        outcome=outcome,
+        passed=passed and outcome != "error",
+        checks=checks,
+        answer=score.answer,
+        reasons=reasons,
+        failure_category=score.failure_category or ("infrastructure" if outcome == "error" else None),
+        failure_kind=kind,
+        takeover_kind=score.takeover_kind,
+        metrics=RunMetrics(**score.metrics.model_dump(include=set(RunMetrics.model_fields))),
+        steps=score.steps,
+        tokens=Tokens(
+            input_new=score.tokens.input,
+            cache_read=score.tokens.cache_read,
+            cache_write=score.tokens.cache_write,
+            output=score.tokens.output,
+        ),
+        cost_usd=score.cost_usd,
+        attempt=ctx.attempt,
+        execution=execution,
+        executor=ctx.executor,
+        split=ctx.split,
+        started_at=score.started_at,
+        ended_at=score.ended_at,
+        source=source,
+        markers=score.markers,
+        extra=extra,
+    )
+
+
+def error_record(
+    ctx: Context, task_id: str, reason: str, *, source: str | None = None, category: str = "", **kw: object
+) -> Record:
+    """An infrastructure-error record (never an agent failure)."""
+    return Record(
+        run=ctx.run,
+        lane="android",
+        device=ctx.device,
+        task_id=task_id,
+        category=(ctx.categories or {}).get(task_id, category),
+        outcome="error",
+        passed=False,
+        reasons=[reason],
+        failure_category="infrastructure",
+        failure_kind="infrastructure",
+        attempt=ctx.attempt,
+        execution=ctx.execution,
+        executor=ctx.executor,
+        split=ctx.split,
+        source=source,
+        **kw,
+    )
+
+
+@dataclass
+class Normalised:
+    """The records of one scores.jsonl and the problems met reading it."""
+
+    records: list[Record]
+    problems: list[str]
+    """One line per corrupt line (`file:line: what`)."""
+
+
+def normalise_lines(lines: list[str], ctx: Context, source: str) -> Normalised:
+    """Normalise the lines of a scores.jsonl (`source` names the file in provenance)."""
+    records: list[Record] = []
+    problems: list[str] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{source}:{number}"
+        try:
+            data = json.loads(line)
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            score = DeviceScore.model_validate(data)
+        except (ValueError, ValidationError) as exc:
+            found = _ID_IN_TEXT.search(line)
+            task_id = found.group(1) if found else f"{source}:{number}"
+            what = "invalid JSON" if isinstance(exc, json.JSONDecodeError) else _first_error(exc)
+            reason = f"corrupt scores.jsonl line {number}: {what}"
+            problems.append(f"{where}: {what}")
+            records.append(error_record(ctx, task_id, reason, source=where))
+            continue
+        records.append(score_to_record(score, ctx, where))
+    return Normalised(records, problems)
+
+
+def normalise_file(path: Path, ctx: Context, source: str | None = None) -> Normalised:
+    """Normalise a pulled scores.jsonl; a missing file gives no records."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return Normalised([], [])
+    return normalise_lines(text.splitlines(), ctx, source or str(path))
+
+
+def _first_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        return f"{'.'.join(str(p) for p in err['loc']) or 'line'}: {err['msg']}"
+    return str(exc)
