@@ -1,0 +1,66 @@
+"""Put a desktop batch into a run manifest so the combined report shows it."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from farm.desktop.report import build_report, report_json, report_markdown
+from farm.errors import FarmError
+from farm.fsutil import create_new_text
+from farm.manifest import LaneEntry, Manifest, add_lane, code_fingerprint, create_run_dir, manifest_path, utc_now
+
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def attach_batch(runs_root: Path, run_id: str, batch_path: Path) -> tuple[Path, list[str]]:
+    """Write the batch's reports into `runs/<run>/desktop/` and add the desktop lane to the manifest.
+
+    Returns the run directory and the written outputs (relative to it). The run is created if missing.
+    """
+    if not _RUN_ID.fullmatch(run_id):
+        raise FarmError(f"run id {run_id!r}: not a plain directory name", hint="use letters, digits, '.', '_' or '-'")
+    report = build_report([batch_path])
+    run_dir = runs_root / run_id
+    stem = Path(report.batch).stem
+    outputs = [f"desktop/{stem}.report.md", f"desktop/{stem}.report.json"]
+    for rel in outputs:
+        if (run_dir / rel).exists():
+            raise FarmError(f"{run_dir / rel}: already attached", hint="a run keeps one report per batch version")
+    if not manifest_path(run_dir).exists():
+        if run_dir.exists() and any(run_dir.iterdir()):
+            raise FarmError(f"{run_dir}: exists but has no manifest.json", hint="pass a run directory made by farm")
+        if run_dir.exists():
+            run_dir.rmdir()
+        create_run_dir(
+            runs_root,
+            Manifest(run_id=run_id, created_at=utc_now(), command=["farm", *sys.argv[1:]], code=code_fingerprint()),
+        )
+    create_new_text(run_dir / outputs[0], report_markdown(report), what="desktop report")
+    create_new_text(run_dir / outputs[1], report_json(report), what="desktop report")
+    add_lane(
+        run_dir,
+        LaneEntry(
+            lane="desktop",
+            outputs=outputs,
+            # One detail entry per batch version: attaching several batches to one run keeps them apart.
+            detail={
+                "suite": report.suite,
+                f"batch/{stem}": {
+                    "batch": str(batch_path.resolve()),
+                    "batchSha256": report.batchSha256,
+                    "mode": report.mode,
+                    "execution": report.execution,
+                    "commit": report.commit,
+                    "status": report.status,
+                    "label": report.label,
+                    "chainVerified": report.chain.verified,
+                    "planned": report.overall.planned,
+                    "recorded": report.overall.recorded,
+                    "success": report.overall.success,
+                },
+            },
+        ),
+    )
+    return run_dir, outputs
