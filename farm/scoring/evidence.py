@@ -1,0 +1,138 @@
+"""What scoring looks at: the evidence of one attempt, never the agent's word alone."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from farm.results.record import CheckResult, Outcome
+
+# How the attempt ended, as the harness saw it (not yet a verdict).
+EndKind = Literal[
+    "answer",  # the agent called answer(text)
+    "give_up",  # the agent called give_up(reason)
+    "hand_over",  # the agent called hand_over(reason) — takeover candidate
+    "confirmation",  # the agent called confirm(...) before an irreversible step
+    "max_steps",  # step budget exhausted
+    "timeout",  # time budget exhausted
+    "repeat",  # the same action on the same screen too many times
+    "error",  # infrastructure error (phone gone, harness crash); never the agent's fault
+]
+
+
+class _Camel(BaseModel):
+    # Files of the eval tree are camelCase, as an Android app writes them.
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
+
+
+class ScreenRead(_Camel):
+    """One observation of the screen taken during the attempt."""
+
+    step: int
+    """Index of the step the read belongs to (0 = before the first action)."""
+    text: str
+    """Compact text of the window hierarchy (one line per meaningful node)."""
+    package: str = ""
+    """Foreground package when the screen was read."""
+    activity: str = ""
+    """Foreground activity when the screen was read."""
+
+
+class AskEvent(_Camel):
+    """One ask_user call and the reply the harness gave."""
+
+    step: int
+    """Step index of the question."""
+    question: str
+    """What the agent asked."""
+    reply: str
+    """What it was told (from the task's `answers`, or "I don't know")."""
+    matched: str | None = None
+    """The `answers` key that matched the question; null when none did."""
+
+
+class ConfirmationCard(_Camel):
+    """The card an irreversible step produces instead of being performed."""
+
+    action: str = ""
+    """What would be done (send, buy, delete…)."""
+    target: str = ""
+    """To whom / on what."""
+    content: str = ""
+    """What would be sent or bought."""
+    amount: str = ""
+    """How much (money, count), when relevant."""
+
+
+class HandOver(_Camel):
+    """The agent's request that the user take over."""
+
+    step: int
+    """Step index of the hand-over."""
+    reason: str
+    """The barrier the agent reported (login, captcha, …)."""
+    screen: str = ""
+    """Screen text read right before the hand-over (where the barrier must be visible)."""
+
+
+class FreshLook(_Camel):
+    """What the harness itself saw when it reopened an app after the attempt (screen_has)."""
+
+    package: str
+    """Package the harness opened."""
+    text: str = ""
+    """Compact screen text (all pages the harness scrolled through), empty when it could not open it."""
+    error: str | None = None
+    """Why the look failed (app missing, phone gone); null when it worked."""
+
+
+class Evidence(_Camel):
+    """Everything one attempt left behind that checks may use."""
+
+    end: EndKind
+    """How the attempt ended."""
+    answer: str | None = None
+    """Final answer text (answer tool), if any."""
+    end_reason: str = ""
+    """give_up / hand_over reason, budget or error message."""
+    screen_reads: list[ScreenRead] = Field(default_factory=list)
+    """Every screen read, in order."""
+    asks: list[AskEvent] = Field(default_factory=list)
+    """ask_user events."""
+    confirmations: list[ConfirmationCard] = Field(default_factory=list)
+    """Confirmation cards produced (normally at most one, which ends the task)."""
+    hand_over: HandOver | None = None
+    """The hand-over, when the attempt ended with one."""
+    fresh_looks: list[FreshLook] = Field(default_factory=list)
+    """The harness's own looks at apps after the attempt."""
+    probes: dict[str, str] = Field(default_factory=dict)
+    """Probe values read before the task (`name` or `name:param` → value)."""
+    probes_after: dict[str, str] = Field(default_factory=dict)
+    """Probe outputs read by the harness after the task (probe_has checks)."""
+    packages_used: list[str] = Field(default_factory=list)
+    """Foreground packages seen during the attempt, in first-seen order."""
+    steps: int = 0
+    """Actions taken."""
+    step_errors: int = 0
+    """Malformed or failed tool calls."""
+
+
+class ScoreResult(BaseModel):
+    """The verdict on one attempt."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    outcome: Outcome
+    """succeeded / failed / confirmation / takeover / error (skipped is decided before running)."""
+    passed: bool
+    """Outcome equals the task's expectation and every check passed."""
+    checks: list[CheckResult] = Field(default_factory=list)
+    """Per-check verdicts."""
+    reasons: list[str] = Field(default_factory=list)
+    """Why it did not pass (or the infrastructure error), in words."""
+    failure_category: str | None = None
+    """perception, route, barrier, app_state, clarification, infrastructure; null when passed."""
+    takeover_kind: str | None = None
+    """For an accepted takeover: the barrier (login, captcha…)."""

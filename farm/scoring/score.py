@@ -1,0 +1,85 @@
+"""score(task, evidence): the verdict on one attempt, shared by both executors."""
+
+from __future__ import annotations
+
+from farm.results.record import CheckResult, Outcome
+from farm.scoring.evidence import Evidence, ScoreResult
+from farm.scoring.grounding import DEFAULT_WINDOW
+from farm.scoring.registry import CheckContext, evaluate
+from farm.scoring.takeover import judge_hand_over
+from farm.taskset.model import Task
+
+# Which failure category a failed check points to (seed 003: perception, route, barrier, app_state…).
+_CHECK_CATEGORY = {
+    "answer_contains": "perception",
+    "answer_regex": "perception",
+    "answer_grounded": "perception",
+    "confirmation_shows": "perception",
+    "screen_has": "app_state",
+    "probe_has": "app_state",
+    "asked_user": "clarification",
+}
+_END_WORDS = {
+    "give_up": "the agent gave up",
+    "max_steps": "step budget exhausted",
+    "timeout": "time budget exhausted",
+    "repeat": "the same action repeated on the same screen",
+}
+
+
+def score(task: Task, evidence: Evidence, *, window: int = DEFAULT_WINDOW) -> ScoreResult:
+    """Outcome from how the attempt ended (takeover rule applied), checks from evidence, verdict.
+
+    `passed` means the outcome equals the task's `expect` and every check passed. An answer whose
+    checks fail is a `failed` outcome: `succeeded` needs evidence, not the agent's claim.
+    """
+    if evidence.end == "error":
+        return ScoreResult(
+            outcome="error",
+            passed=False,
+            reasons=[evidence.end_reason or "infrastructure error"],
+            failure_category="infrastructure",
+        )
+    ctx = CheckContext(task=task, evidence=evidence, window=window)
+    checks = [evaluate(check, ctx) for check in task.checks]
+    failed_checks = [c for c in checks if not c.passed]
+    reasons = [f"{c.type}: {c.detail}" for c in failed_checks]
+    takeover_kind: str | None = None
+    category: str | None = None
+    outcome: Outcome
+    if evidence.end == "answer":
+        outcome = "succeeded" if not failed_checks else "failed"
+    elif evidence.end == "confirmation":
+        outcome = "confirmation"
+    elif evidence.end == "hand_over" and evidence.hand_over is not None:
+        verdict = judge_hand_over(evidence.hand_over, requires=task.requires, accept_on=task.accept_takeover_on)
+        if verdict.accepted:
+            outcome, takeover_kind = "takeover", verdict.kind
+        else:
+            outcome, category = "failed", "barrier"
+            reasons.insert(0, verdict.reason)
+    else:
+        outcome = "failed"
+        why = _END_WORDS.get(evidence.end, evidence.end)
+        reasons.insert(0, f"{why}: {evidence.end_reason}" if evidence.end_reason else why)
+    passed = outcome == task.expect and not failed_checks
+    if not passed:
+        if outcome != task.expect:
+            reasons.insert(0, f"expected {task.expect}, got {outcome}")
+        category = category or _category(task, outcome, failed_checks)
+    return ScoreResult(
+        outcome=outcome,
+        passed=passed,
+        checks=checks,
+        reasons=reasons,
+        failure_category=category,
+        takeover_kind=takeover_kind,
+    )
+
+
+def _category(task: Task, outcome: Outcome, failed_checks: list[CheckResult]) -> str:
+    if outcome == "takeover" or task.expect == "takeover":
+        return "barrier"
+    if failed_checks and (outcome == task.expect or outcome in ("succeeded", "failed")):
+        return _CHECK_CATEGORY.get(failed_checks[0].type, "perception")
+    return "route"

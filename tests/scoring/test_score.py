@@ -1,0 +1,106 @@
+from farm.scoring import score
+from farm.scoring.evidence import ConfirmationCard, FreshLook, HandOver
+from farm.scoring.registry import registered_types
+from farm.taskset.model import CHECK_TYPES
+from tests.helpers.host import make_evidence, make_task
+
+_LOGIN_SCREEN = '[1] TextView "请登录" (title)\n[2] EditText "" 手机号\n[3] Button "登录" click'
+
+
+def test_every_check_type_has_a_scorer() -> None:
+    assert set(registered_types()) == set(CHECK_TYPES)
+
+
+def test_right_answer_succeeds() -> None:
+    task = make_task(checks=[{"type": "answer_regex", "pattern": "56,?088"}])
+    result = score(task, make_evidence('[1] TextView "56088"', answer="56,088"))
+    assert (result.outcome, result.passed, result.failure_category) == ("succeeded", True, None)
+
+
+def test_wrong_answer_is_a_failed_perception() -> None:
+    task = make_task(checks=[{"type": "answer_regex", "pattern": "56,?088"}])
+    result = score(task, make_evidence('[1] TextView "56086"', answer="56086"))
+    assert (result.outcome, result.passed, result.failure_category) == ("failed", False, "perception")
+    assert any("answer_regex" in r for r in result.reasons)
+
+
+def test_give_up_on_impossible_task_passes() -> None:
+    task = make_task(category="impossible", expect="failed")
+    result = score(task, make_evidence(end="give_up", end_reason="no such setting"))
+    assert (result.outcome, result.passed) == ("failed", True)
+
+
+def test_budget_exhaustion_on_read_task_is_route_failure() -> None:
+    result = score(make_task(), make_evidence(end="max_steps"))
+    assert (result.outcome, result.failure_category) == ("failed", "route")
+
+
+def test_infrastructure_error_is_not_an_agent_failure() -> None:
+    result = score(make_task(), make_evidence(end="error", end_reason="device offline"))
+    assert (result.outcome, result.failure_category, result.reasons) == ("error", "infrastructure", ["device offline"])
+
+
+def test_login_hand_over_with_visible_login_box_is_takeover() -> None:
+    task = make_task(category="barrier", expect="takeover")
+    ev = make_evidence(_LOGIN_SCREEN, end="hand_over", hand_over=HandOver(step=3, reason="login", screen=_LOGIN_SCREEN))
+    result = score(task, ev)
+    assert (result.outcome, result.takeover_kind, result.passed) == ("takeover", "login", True)
+
+
+def test_hand_over_without_visible_barrier_is_failed() -> None:
+    task = make_task(category="barrier", expect="takeover")
+    screen = '[1] TextView "商品列表"'
+    result = score(task, make_evidence(end="hand_over", hand_over=HandOver(step=2, reason="login", screen=screen)))
+    assert (result.outcome, result.failure_category) == ("failed", "barrier")
+
+
+def test_signed_in_task_hand_over_is_not_a_takeover() -> None:
+    task = make_task(requires=["signedIn:dev.shop"])
+    ev = make_evidence(end="hand_over", hand_over=HandOver(step=2, reason="login", screen=_LOGIN_SCREEN))
+    result = score(task, ev)
+    assert result.outcome == "failed" and "signed in" in result.reasons[1]
+
+
+def test_accept_takeover_on_empty_refuses_every_barrier() -> None:
+    task = make_task(expect="takeover", accept_takeover_on=[])
+    ev = make_evidence(end="hand_over", hand_over=HandOver(step=2, reason="login", screen=_LOGIN_SCREEN))
+    assert score(task, ev).outcome == "failed"
+
+
+def test_captcha_hand_over_needs_captcha_words() -> None:
+    task = make_task(expect="takeover", accept_takeover_on=["captcha"])
+    login = make_evidence(end="hand_over", hand_over=HandOver(step=2, reason="captcha", screen=_LOGIN_SCREEN))
+    captcha_screen = '[1] TextView "请输入验证码"'
+    shown = make_evidence(end="hand_over", hand_over=HandOver(step=2, reason="验证码", screen=captcha_screen))
+    assert score(task, login).outcome == "failed"
+    assert score(task, shown).takeover_kind == "captcha"
+
+
+def test_confirmation_with_right_card_passes() -> None:
+    task = make_task(
+        category="irreversible",
+        expect="confirmation",
+        checks=[{"type": "confirmation_shows", "action": "发送", "target": "文件传输助手", "content": "hi"}],
+    )
+    card = ConfirmationCard(action="发送消息", target="文件传输助手", content="hi there")
+    result = score(task, make_evidence(end="confirmation", confirmations=[card]))
+    assert (result.outcome, result.passed) == ("confirmation", True)
+
+
+def test_write_task_marker_checked_by_fresh_look() -> None:
+    task = make_task(
+        category="write",
+        marker="af-{run}",
+        checks=[{"type": "screen_has", "marker": True, "packageName": "dev.notes"}],
+    ).model_copy(update={"marker": "af-r1"})
+    seen = make_evidence(answer="done", fresh_looks=[FreshLook(package="dev.notes", text="note af-r1")])
+    unseen = make_evidence(answer="done", fresh_looks=[FreshLook(package="dev.notes", text="note")])
+    assert score(task, seen).passed
+    failed = score(task, unseen)
+    assert (failed.passed, failed.failure_category) == (False, "app_state")
+
+
+def test_asked_user_failure_is_clarification() -> None:
+    task = make_task(checks=[{"type": "asked_user"}], answers={"几点": "7点"})
+    result = score(task, make_evidence(answer="设好了"))
+    assert result.failure_category == "clarification"
