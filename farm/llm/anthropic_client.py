@@ -1,0 +1,175 @@
+"""Anthropic messages behind the neutral ModelClient."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import anthropic
+
+from farm.errors import FarmError
+from farm.llm.client import ModelClient, ProviderReply
+from farm.llm.config import LLMConfig
+from farm.llm.retry import Failure, classify_sdk_error
+from farm.llm.types import Message, StopKind, ThinkingBlock, ToolCall, ToolSpec
+from farm.results.record import Tokens
+
+_STOP: dict[str, StopKind] = {
+    "end_turn": "end",
+    "stop_sequence": "end",
+    "tool_use": "tool_calls",
+    "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens",
+    "refusal": "refusal",
+}
+
+# Extended-thinking budget per reasoning effort (the API's minimum budget is 1024).
+THINKING_BUDGET: dict[str, int] = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576}
+
+
+def _image_block(jpeg: bytes) -> dict[str, Any]:
+    data = base64.b64encode(jpeg).decode("ascii")
+    return {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": data}}
+
+
+def _tool_input(call: ToolCall) -> dict[str, Any]:
+    # The API only takes an object back; a malformed call is replayed under a key so the model sees it.
+    try:
+        return dict(call.arguments())
+    except ValueError:
+        return {"unparsed_arguments": call.arguments_json}
+
+
+def to_anthropic_messages(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, Any]]]:
+    """Neutral messages -> (`system`, `messages`). Tool results become user tool_result blocks and
+    consecutive user-side content is merged into one message, as the API alternates roles."""
+    system_parts: list[str] = []
+    out: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+
+    for msg in messages:
+        if msg.role == "system":
+            if msg.text:
+                system_parts.append(msg.text)
+        elif msg.role == "user":
+            blocks = [_image_block(img) for img in msg.images]
+            if msg.text:
+                blocks.append({"type": "text", "text": msg.text})
+            add("user", blocks)
+        elif msg.role == "tool":
+            content: list[dict[str, Any]] = [{"type": "text", "text": msg.text or ""}]
+            content += [_image_block(img) for img in msg.images]
+            add("user", [{"type": "tool_result", "tool_use_id": msg.tool_call_id or "", "content": content}])
+        else:
+            blocks = []
+            for t in msg.thinking:
+                if t.kind == "thinking":
+                    blocks.append({"type": "thinking", "thinking": t.text, "signature": t.signature or ""})
+                else:
+                    blocks.append({"type": "redacted_thinking", "data": t.data or ""})
+            if msg.text:
+                blocks.append({"type": "text", "text": msg.text})
+            blocks += [
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": _tool_input(c)} for c in msg.tool_calls
+            ]
+            add("assistant", blocks)
+    return ("\n\n".join(system_parts) or None), out
+
+
+def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """Neutral tool specs -> messages `tools`."""
+    return [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools]
+
+
+def usage_tokens(usage: Any) -> Tokens:
+    """Anthropic usage -> Tokens. `input_tokens` already excludes cache reads and writes."""
+    if usage is None:
+        return Tokens()
+    return Tokens(
+        input_new=getattr(usage, "input_tokens", None),
+        cache_read=getattr(usage, "cache_read_input_tokens", None),
+        cache_write=getattr(usage, "cache_creation_input_tokens", None),
+        output=getattr(usage, "output_tokens", None),
+    )
+
+
+class AnthropicModelClient(ModelClient):
+    """messages.create with tools; the SDK's own retries are off (the base class retries)."""
+
+    provider = "anthropic"
+
+    def __init__(self, cfg: LLMConfig, api_key: str) -> None:
+        super().__init__(cfg)
+        self._secret = api_key
+        self._sdk = anthropic.Anthropic(api_key=api_key, base_url=cfg.base_url, timeout=cfg.timeout_s, max_retries=0)
+
+    def close(self) -> None:
+        self._sdk.close()
+
+    def _classify(self, exc: Exception) -> Failure | None:
+        return classify_sdk_error(
+            exc,
+            status_error=anthropic.APIStatusError,
+            timeout_error=anthropic.APITimeoutError,
+            connection_error=anthropic.APIConnectionError,
+            validation_error=anthropic.APIResponseValidationError,
+        )
+
+    def _send(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ProviderReply:
+        cfg = self.config
+        system, converted = to_anthropic_messages(messages)
+        if not converted:
+            raise FarmError("llm: complete() got only system messages", hint="add a user message")
+        kwargs: dict[str, Any] = {
+            "model": cfg.model,
+            "messages": converted,
+            "max_tokens": cfg.max_output_tokens,
+        }
+        if system is not None:
+            kwargs["system"] = system
+        if tools:
+            kwargs["tools"] = to_anthropic_tools(tools)
+        if cfg.reasoning_effort is not None:
+            budget = THINKING_BUDGET[cfg.reasoning_effort]
+            kwargs["thinking"] = {"type": "enabled", "budget_tokens": budget}
+            kwargs["max_tokens"] = cfg.max_output_tokens + budget
+        elif cfg.temperature is not None:  # the API refuses a temperature together with thinking
+            kwargs["temperature"] = cfg.temperature
+        resp = self._sdk.messages.create(**kwargs)
+        return parse_anthropic_response(resp)
+
+
+def parse_anthropic_response(resp: Any) -> ProviderReply:
+    """A Message -> ProviderReply."""
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    thinking: list[ThinkingBlock] = []
+    for block in getattr(resp, "content", None) or []:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            texts.append(block.text)
+        elif kind == "tool_use":
+            raw = block.input
+            arguments = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+            calls.append(ToolCall(id=block.id, name=block.name, arguments_json=arguments))
+        elif kind == "thinking":
+            thinking.append(ThinkingBlock(kind="thinking", text=block.thinking, signature=block.signature))
+        elif kind == "redacted_thinking":
+            thinking.append(ThinkingBlock(kind="redacted_thinking", data=block.data))
+    stop_reason = getattr(resp, "stop_reason", None)
+    return ProviderReply(
+        text="\n".join(texts) if texts else None,
+        tool_calls=calls,
+        usage=usage_tokens(getattr(resp, "usage", None)),
+        raw_stop_reason=stop_reason,
+        stop=_STOP.get(stop_reason or "", "other"),
+        model=getattr(resp, "model", None),
+        thinking=thinking,
+    )

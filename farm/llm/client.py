@@ -1,0 +1,188 @@
+"""The model client every agent uses: one `complete()` call, retries in one place, usage and cost."""
+
+from __future__ import annotations
+
+import logging
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
+
+from farm.errors import FarmError
+from farm.llm.config import LLMConfig
+from farm.llm.pricing import cost_usd
+from farm.llm.retry import Failure, FailureKind, wait_s
+from farm.llm.types import Message, ModelTurn, StopKind, ThinkingBlock, ToolCall, ToolSpec
+from farm.results.record import Tokens
+
+log = logging.getLogger(__name__)
+
+
+class ModelCallError(FarmError):
+    """A model call failed for good: a non-transient error, or transient ones past `max_retries`."""
+
+    def __init__(
+        self, message: str, *, kind: FailureKind, status: int | None, attempts: int, hint: str | None = None
+    ) -> None:
+        self.kind: FailureKind = kind
+        self.status = status
+        self.attempts = attempts
+        super().__init__(message, hint=hint)
+
+
+@dataclass
+class ProviderReply:
+    """What a provider module extracts from one successful response."""
+
+    text: str | None
+    tool_calls: list[ToolCall]
+    usage: Tokens
+    raw_stop_reason: str | None
+    stop: StopKind
+    model: str | None
+    thinking: list[ThinkingBlock] = field(default_factory=list)
+
+
+class _Transient(Exception):
+    """Carries a retryable failure through tenacity."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.detail)
+        self.failure = failure
+
+
+class ModelClient(ABC):
+    """Base of the provider clients. Subclasses convert messages and parse responses; this class retries."""
+
+    provider: str = ""
+
+    def __init__(self, cfg: LLMConfig, *, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.config = cfg
+        self._sleep = sleep
+        self._secret = ""  # set by subclasses; used only to scrub error text
+
+    @abstractmethod
+    def _send(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ProviderReply:
+        """One request, no retries. SDK errors propagate; `_classify` maps them."""
+
+    @abstractmethod
+    def _classify(self, exc: Exception) -> Failure | None:
+        """Map an SDK exception to a Failure; None for exceptions that are not API failures."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the HTTP connection pool."""
+
+    def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> ModelTurn:
+        """Send the conversation, retrying transient failures; raises ModelCallError when it gives up."""
+        if not messages:
+            raise FarmError("llm: complete() needs at least one message")
+        cfg = self.config
+        retries = 0
+        waited = 0.0
+        started = time.monotonic()
+
+        def attempt() -> ProviderReply:
+            try:
+                return self._send(messages, tools)
+            except Exception as exc:  # noqa: BLE001 - SDK errors are classified below
+                failure = self._classify(exc)
+                if failure is None:
+                    raise
+                if failure.retryable:
+                    raise _Transient(failure) from None
+                raise self._error(failure, attempts=retries + 1) from None
+
+        def wait(state: RetryCallState) -> float:
+            exc = state.outcome.exception() if state.outcome else None
+            assert isinstance(exc, _Transient)
+            return wait_s(
+                exc.failure,
+                state.attempt_number,
+                initial_s=cfg.backoff_initial_s,
+                max_s=cfg.backoff_max_s,
+                retry_after_max_s=cfg.retry_after_max_s,
+            )
+
+        def before_sleep(state: RetryCallState) -> None:
+            nonlocal retries, waited
+            pause = state.next_action.sleep if state.next_action else 0.0
+            retries += 1
+            waited += pause
+            exc = state.outcome.exception() if state.outcome else None
+            kind = exc.failure.kind if isinstance(exc, _Transient) else "?"
+            log.warning("model %s: %s on attempt %d, retrying in %.2fs", cfg.model, kind, retries, pause)
+
+        retrying = Retrying(
+            stop=stop_after_attempt(cfg.max_retries + 1),
+            wait=wait,
+            retry=retry_if_exception_type(_Transient),
+            before_sleep=before_sleep,
+            sleep=self._sleep,
+            reraise=True,
+        )
+        try:
+            reply = retrying(attempt)
+        except _Transient as exc:
+            raise self._error(exc.failure, attempts=retries + 1) from None
+        return ModelTurn(
+            text=reply.text,
+            tool_calls=reply.tool_calls,
+            usage=reply.usage,
+            cost_usd=cost_usd(cfg.pricing, reply.usage),
+            latency_ms=(time.monotonic() - started) * 1000.0,
+            raw_stop_reason=reply.raw_stop_reason,
+            stop=reply.stop,
+            model=reply.model,
+            retries=retries,
+            retry_wait_ms=waited * 1000.0,
+            thinking=reply.thinking,
+        )
+
+    def _error(self, failure: Failure, *, attempts: int) -> ModelCallError:
+        detail = self.scrub(failure.detail)
+        status = f" (HTTP {failure.status})" if failure.status is not None else ""
+        hint = {
+            "client": f"check the model name, the request and the API key variable {self.config.api_key_env}",
+            "bad_response": "the endpoint answered with something that is not a model response",
+        }.get(failure.kind, "the provider is unavailable or rate-limiting; retry later or raise max_retries")
+        return ModelCallError(
+            f"llm {self.provider}:{self.config.model}: {failure.kind}{status} after {attempts} attempt(s): {detail}",
+            kind=failure.kind,
+            status=failure.status,
+            attempts=attempts,
+            hint=hint,
+        )
+
+    def scrub(self, text: str) -> str:
+        """One line, bounded, with the API key blanked out in case an endpoint echoed it."""
+        if self._secret:
+            text = text.replace(self._secret, "***")
+        line = " ".join(text.split())
+        return line if len(line) <= 300 else line[:297] + "..."
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.config.model!r}, base_url={self.config.base_url!r})"
+
+    def __enter__(self) -> ModelClient:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def make_client(cfg: LLMConfig, *, environ: Mapping[str, str] | None = None) -> ModelClient:
+    """A client for `cfg.provider`; reads the API key from `cfg.api_key_env` now (FarmError if unset)."""
+    key = cfg.api_key(environ)
+    if cfg.provider == "openai":
+        from farm.llm.openai_client import OpenAIModelClient
+
+        return OpenAIModelClient(cfg, key)
+    from farm.llm.anthropic_client import AnthropicModelClient
+
+    return AnthropicModelClient(cfg, key)

@@ -1,0 +1,369 @@
+"""A loopback model server for tests: OpenAI chat.completions and Anthropic messages, scripted.
+
+    with ModelStub() as stub:
+        stub.script([StubReply(tool_calls=[("tap", {"x": 1, "y": 2})]), StubReply(text="done")])
+        cfg = LLMConfig(provider="openai", model="m", base_url=stub.base_url_openai)
+
+Replies are served in order from the script; when it is empty, `responder(body)` (if given) decides,
+else `default` (if given), else the stub answers 400 so a test that under-scripts fails loudly.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+StubProvider = Literal["openai", "anthropic"]
+ToolArgs = dict[str, Any] | str
+
+
+@dataclass
+class StubUsage:
+    """Token usage the stub reports, in neutral terms (rendered per provider)."""
+
+    input: int = 10
+    """Uncached input tokens (OpenAI prompt_tokens = input + cached)."""
+    cached: int = 0
+    """Input tokens read from cache."""
+    cache_write: int = 0
+    """Input tokens written to cache (Anthropic only; OpenAI does not report it)."""
+    output: int = 5
+    """Output tokens."""
+
+
+@dataclass
+class StubReply:
+    """One scripted answer. `tool_calls` are (name, arguments); a str argument is sent verbatim
+    (so malformed JSON can be scripted), a dict is JSON-encoded."""
+
+    text: str | None = None
+    tool_calls: list[tuple[str, ToolArgs]] = field(default_factory=list)
+    usage: StubUsage = field(default_factory=StubUsage)
+    status: int = 200
+    retry_after: float | str | None = None
+    """Retry-After header value (seconds, or an HTTP date string) sent with the reply."""
+    delay_s: float = 0.0
+    """Sleep before answering (longer than the client timeout = a timeout)."""
+    stop_reason: str | None = None
+    """Override of finish_reason / stop_reason; default derived from the content."""
+    thinking: str | None = None
+    """Anthropic only: a thinking block placed before the text."""
+    error_message: str = "scripted error"
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def rate_limited(cls, retry_after: float | str | None = None) -> StubReply:
+        """A 429, optionally with Retry-After."""
+        return cls(status=429, retry_after=retry_after, error_message="rate limited")
+
+    @classmethod
+    def server_error(cls, status: int = 500) -> StubReply:
+        """A 5xx."""
+        return cls(status=status, error_message="internal error")
+
+    @classmethod
+    def slow(cls, delay_s: float, text: str = "late") -> StubReply:
+        """A reply that only comes after `delay_s` seconds."""
+        return cls(text=text, delay_s=delay_s)
+
+
+@dataclass
+class StubRequest:
+    """One request the stub received."""
+
+    provider: StubProvider
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+    def tool_results(self) -> list[str]:
+        """Texts of every tool result in the request's conversation, in order (either provider)."""
+        out: list[str] = []
+        for msg in self.body.get("messages", []):
+            if self.provider == "openai" and msg.get("role") == "tool":
+                content = msg.get("content")
+                out.append(content if isinstance(content, str) else _joined_text(content))
+            elif self.provider == "anthropic" and isinstance(msg.get("content"), list):
+                for block in msg["content"]:
+                    if block.get("type") == "tool_result":
+                        content = block.get("content")
+                        out.append(content if isinstance(content, str) else _joined_text(content))
+        return out
+
+    def image_count(self) -> int:
+        """Number of images anywhere in the conversation (image parts, tool results included)."""
+        return _count_images(self.body.get("messages", []))
+
+
+def _count_images(node: Any) -> int:
+    if isinstance(node, list):
+        return sum(_count_images(item) for item in node)
+    if isinstance(node, dict):
+        own = 1 if node.get("type") in ("image", "image_url") else 0
+        return own + sum(_count_images(v) for k, v in node.items() if k in ("content", "messages"))
+    return 0
+
+
+def _joined_text(blocks: Any) -> str:
+    if not isinstance(blocks, list):
+        return ""
+    return "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+
+
+Responder = Callable[[dict[str, Any]], StubReply]
+
+
+class ModelStub:
+    """Threaded HTTP server on 127.0.0.1 (free port) speaking both model APIs."""
+
+    def __init__(self, *, responder: Responder | None = None, default: StubReply | None = None) -> None:
+        self.responder = responder
+        self.default = default
+        self._queue: deque[StubReply] = deque()
+        self._requests: list[StubRequest] = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._ids = itertools.count(1)
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> ModelStub:
+        """Bind a free loopback port and serve in a daemon thread."""
+        if self._server is not None:
+            return self
+        stub = self
+
+        class Handler(_Handler):
+            owner = stub
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        self._server = server
+        self._stopping.clear()
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="model-stub", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving; requests still sleeping in `delay_s` are cut short."""
+        self._stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> ModelStub:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- addresses -------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        """The bound port."""
+        if self._server is None:
+            raise RuntimeError("ModelStub is not started")
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url_openai(self) -> str:
+        """`base_url` for the openai SDK (ends in /v1)."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def base_url_anthropic(self) -> str:
+        """`base_url` for the anthropic SDK (the SDK appends /v1/messages)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def base_url(self, provider: StubProvider) -> str:
+        """The base_url for `provider`."""
+        return self.base_url_openai if provider == "openai" else self.base_url_anthropic
+
+    # -- scripting and inspection ----------------------------------------------------------
+    def script(self, replies: Iterable[StubReply]) -> None:
+        """Append replies to the queue (served first-in first-out)."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    @property
+    def pending(self) -> int:
+        """Scripted replies not served yet."""
+        with self._lock:
+            return len(self._queue)
+
+    @property
+    def requests(self) -> list[StubRequest]:
+        """Every request received so far (a copy), in arrival order."""
+        with self._lock:
+            return list(self._requests)
+
+    def _next_reply(self, request: StubRequest) -> StubReply | None:
+        with self._lock:
+            self._requests.append(request)
+            if self._queue:
+                return self._queue.popleft()
+        if self.responder is not None:
+            return self.responder(request.body)
+        return self.default
+
+    # -- rendering -------------------------------------------------------------------------
+    def _render(self, provider: StubProvider, body: dict[str, Any], reply: StubReply) -> dict[str, Any]:
+        n = next(self._ids)
+        model = str(body.get("model", "stub-model"))
+        if provider == "openai":
+            return _openai_body(n, model, reply)
+        return _anthropic_body(n, model, reply)
+
+
+def _arguments_string(args: ToolArgs) -> str:
+    return args if isinstance(args, str) else json.dumps(args)
+
+
+def _openai_body(n: int, model: str, reply: StubReply) -> dict[str, Any]:
+    calls = [
+        {"id": f"call_stub_{n}_{i}", "type": "function", "function": {"name": name, "arguments": _arguments_string(a)}}
+        for i, (name, a) in enumerate(reply.tool_calls)
+    ]
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text, "refusal": None}
+    if calls:
+        message["tool_calls"] = calls
+    u = reply.usage
+    prompt = u.input + u.cached
+    return {
+        "id": f"chatcmpl-stub-{n}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "system_fingerprint": None,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": reply.stop_reason or ("tool_calls" if calls else "stop"),
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": u.output,
+            "total_tokens": prompt + u.output,
+            "prompt_tokens_details": {"cached_tokens": u.cached, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
+        },
+    }
+
+
+def _anthropic_input(args: ToolArgs) -> Any:
+    if isinstance(args, dict):
+        return args
+    try:
+        parsed = json.loads(args)
+    except json.JSONDecodeError:
+        return args  # malformed on purpose: the client must cope
+    return parsed if isinstance(parsed, dict) else args
+
+
+def _anthropic_body(n: int, model: str, reply: StubReply) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if reply.thinking is not None:
+        content.append({"type": "thinking", "thinking": reply.thinking, "signature": f"sig-stub-{n}"})
+    if reply.text is not None:
+        content.append({"type": "text", "text": reply.text, "citations": None})
+    for i, (name, a) in enumerate(reply.tool_calls):
+        content.append({"type": "tool_use", "id": f"toolu_stub_{n}_{i}", "name": name, "input": _anthropic_input(a)})
+    u = reply.usage
+    return {
+        "id": f"msg_stub_{n}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": reply.stop_reason or ("tool_use" if reply.tool_calls else "end_turn"),
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": u.input,
+            "output_tokens": u.output,
+            "cache_read_input_tokens": u.cached,
+            "cache_creation_input_tokens": u.cache_write,
+        },
+    }
+
+
+def _error_body(provider: StubProvider, status: int, message: str) -> dict[str, Any]:
+    kind = {
+        400: "invalid_request_error",
+        401: "authentication_error",
+        404: "not_found_error",
+        429: "rate_limit_error",
+        529: "overloaded_error",
+    }.get(status, "api_error")
+    if provider == "openai":
+        return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: ModelStub
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        return  # keep test output clean
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+        path = self.path.split("?", 1)[0]
+        provider: StubProvider | None = None
+        if path.endswith("/chat/completions"):
+            provider = "openai"
+        elif path.endswith("/v1/messages"):
+            provider = "anthropic"
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if provider is None:
+            self._send(404, {"error": {"message": f"model stub: no route {path}"}})
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            self._send(400, _error_body(provider, 400, "model stub: request body is not JSON"))
+            return
+        request = StubRequest(provider, path, {k.lower(): v for k, v in self.headers.items()}, body)
+        reply = self.owner._next_reply(request)
+        if reply is None:
+            self._send(400, _error_body(provider, 400, "model stub: no scripted reply left"))
+            return
+        if reply.delay_s > 0 and self.owner._stopping.wait(reply.delay_s):
+            return
+        headers = dict(reply.headers)
+        if reply.retry_after is not None:
+            headers["retry-after"] = str(reply.retry_after)
+        if reply.status != 200:
+            self._send(reply.status, _error_body(provider, reply.status, reply.error_message), headers)
+            return
+        self._send(200, self.owner._render(provider, body, reply), headers)
+
+    def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        try:
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout); nothing to deliver
