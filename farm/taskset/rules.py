@@ -6,6 +6,7 @@ Holdout tolerance: a directory of n tasks has h holdout tasks with
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import defaultdict
@@ -279,19 +280,25 @@ class _Checker:
                 self.add(lt.path, "split", "pair-split", "split is set but the task has no pair",
                          'add "pair": "<key shared with its partner>" or drop split')
 
-    def directories(self, tasks: list[LoadedTask]) -> list[DirectoryCount]:
-        by_dir: dict[str, list[LoadedTask]] = defaultdict(list)
+    def directories(self, tasks: list[LoadedTask], broken: list[Path]) -> list[DirectoryCount]:
+        # A file that does not parse still counts (with the partition it declares, if readable),
+        # so one broken file gives one violation rather than a cascade of count violations.
+        by_dir: dict[str, list[str | None]] = defaultdict(list)
         for lt in tasks:
             group = group_of(lt.directory)
             if group is not None:
-                by_dir[group].append(lt)
+                by_dir[group].append(lt.task.partition)
+        for path in broken:
+            group = group_of(path.parent.relative_to(self.root).as_posix())
+            if group is not None:
+                by_dir[group].append(_declared_partition(path))
         rows = []
         for directory in [*MINIMUMS, *SPECIAL_SETS]:
             members = by_dir.get(directory, [])
             if directory in SPECIAL_SETS and not members:
                 continue
-            tune = sum(1 for lt in members if lt.task.partition == "tune")
-            holdout = sum(1 for lt in members if lt.task.partition == "holdout")
+            tune = members.count("tune")
+            holdout = members.count("holdout")
             minimum = MINIMUMS.get(directory)
             rows.append(DirectoryCount(directory, len(members), tune, holdout, minimum))
             where = self.root / directory
@@ -307,6 +314,15 @@ class _Checker:
         return rows
 
 
+def _declared_partition(path: Path) -> str | None:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    value = raw.get("partition") if isinstance(raw, dict) else None
+    return value if value in ("tune", "holdout") else None
+
+
 def check_tasks(
     root: Path,
     *,
@@ -316,14 +332,16 @@ def check_tasks(
     """Run every task-set rule over `root`; parse errors become violations too."""
     checker = _Checker(root, capabilities or load_capabilities(), catalogue or load_catalogue())
     tasks: list[LoadedTask] = []
+    broken: list[Path] = []
     for path in task_files(root):
         try:
             tasks.append(parse_task_file(path, root))
         except TaskFileError as exc:
             checker.add(exc.where, exc.field, "parse", exc.problem, exc.hint or "fix the value")
+            broken.append(path)
     checker.ids(tasks)
     for lt in tasks:
         checker.task(lt)
     checker.groups(tasks)
-    rows = checker.directories(tasks)
+    rows = checker.directories(tasks, broken)
     return TaskSetReport(tasks=tasks, violations=checker.out, directories=rows)
