@@ -1,0 +1,172 @@
+"""Clock: an alarm list (time, label, on/off) and an editor to add, change or delete alarms."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from farm.sim.apps.base import (
+    App,
+    Bounds,
+    Frame,
+    ListItem,
+    Node,
+    button,
+    image_button,
+    label,
+    row,
+    scroll_list,
+    split_h,
+    switch,
+    tab,
+    title_bar,
+)
+
+if TYPE_CHECKING:
+    from farm.sim.ui import UiDevice
+
+_TIME = re.compile(r"^\s*([01]?\d|2[0-3])\s*[:：]\s*([0-5]\d)\s*$")
+DEFAULT_ALARMS = [
+    {"id": "default-1", "time": "07:30", "label": "起床", "enabled": True},
+    {"id": "default-2", "time": "09:00", "label": "", "enabled": False},
+]
+
+
+def parse_time(text: str) -> str | None:
+    """`7:05` / `07:05` / `7：05` → `07:05`; None when not a valid time of day."""
+    m = _TIME.match(text)
+    return f"{int(m.group(1)):02d}:{m.group(2)}" if m else None
+
+
+class ClockApp(App):
+    """DeskClock look-alike: tabs 闹钟 / 时钟; `+` (content-desc 添加闹钟) opens the editor."""
+
+    package = "com.android.deskclock"
+    activity = ".DeskClock"
+
+    def __init__(self, ui: UiDevice) -> None:
+        super().__init__(ui)
+        self.page = "alarms"
+        self.editing: str | None = None
+
+    def alarms(self) -> list[dict[str, Any]]:
+        """Saved alarms, sorted by time."""
+        return list(self.load("alarms", DEFAULT_ALARMS))
+
+    def _store(self, alarms: list[dict[str, Any]]) -> None:
+        self.save("alarms", sorted(alarms, key=lambda a: a["time"]))
+
+    def open_activity(self, activity: str) -> None:
+        if activity.endswith("HandleApiCalls"):
+            self.new_alarm()
+
+    def back(self) -> bool:
+        if self.page == "edit":
+            self.page = "alarms"
+            return True
+        if self.page == "clock":
+            self.page = "alarms"
+            return True
+        return False
+
+    # actions --------------------------------------------------------------------------------------
+    def new_alarm(self) -> None:
+        self.page, self.editing = "edit", None
+        self.fields = {"time": "", "label": ""}
+        self.focus = "time"
+
+    def edit_alarm(self, alarm_id: str) -> None:
+        alarm = next((a for a in self.alarms() if a["id"] == alarm_id), None)
+        if alarm is None:
+            return
+        self.page, self.editing = "edit", alarm_id
+        self.fields = {"time": alarm["time"], "label": alarm["label"]}
+        self.focus = None
+
+    def toggle(self, alarm_id: str) -> None:
+        alarms = self.alarms()
+        for a in alarms:
+            if a["id"] == alarm_id:
+                a["enabled"] = not a["enabled"]
+        self._store(alarms)
+
+    def save_alarm(self) -> None:
+        time = parse_time(self.fields.get("time", ""))
+        if time is None:
+            self.ui.toast("请输入有效的时间,例如 07:30")
+            return
+        alarms = [a for a in self.alarms() if a["id"] != self.editing]
+        alarm_id = self.editing or uuid.uuid4().hex[:12]
+        alarms.append({"id": alarm_id, "time": time, "label": self.fields.get("label", "").strip(), "enabled": True})
+        self._store(alarms)
+        self.page, self.editing, self.focus = "alarms", None, None
+        self.ui.toast(f"闹钟已设置为 {time}")
+
+    def delete_alarm(self) -> None:
+        self._store([a for a in self.alarms() if a["id"] != self.editing])
+        self.page, self.editing, self.focus = "alarms", None, None
+        self.ui.toast("已删除闹钟")
+
+    def current_activity(self) -> str:
+        return self.package + (".AlarmEditActivity" if self.page == "edit" else ".DeskClock")
+
+    # view -----------------------------------------------------------------------------------------
+    def view(self, frame: Frame) -> list[Node]:
+        if self.page == "edit":
+            return self._editor(frame)
+        tabs_row = frame.take_bottom(80)
+        t_alarm, t_clock = split_h(tabs_row, [1, 1])
+        nodes: list[Node] = []
+        if self.page == "clock":
+            nodes += title_bar(self, frame, "时钟")
+            nodes.append(label(frame.take(96), self.ui.now().strftime("%H:%M"), rid=self.rid("digital_clock")))
+            nodes.append(label(frame.take(32), self.ui.now().strftime("%Y年%m月%d日"), rid=self.rid("date")))
+        else:
+            nodes += title_bar(self, frame, "闹钟")
+            fab_row = frame.take_bottom(88)
+            items = [self._alarm_item(a) for a in self.alarms()]
+            nodes.append(scroll_list(self, "alarms", frame.rest(), items, rid=self.rid("alarm_recycler_view")))
+            left, top, right, bottom = fab_row
+            c = (left + right) // 2
+            fab = (c - self.ui.dp(32), top + self.ui.dp(12), c + self.ui.dp(32), bottom - self.ui.dp(12))
+            nodes.append(image_button(fab, "添加闹钟", self.new_alarm, rid=self.rid("fab")))
+        nodes.append(tab(t_alarm, "闹钟", self.page == "alarms", lambda: self._go("alarms"), rid=self.rid("tab_alarm")))
+        nodes.append(tab(t_clock, "时钟", self.page == "clock", lambda: self._go("clock"), rid=self.rid("tab_clock")))
+        return nodes
+
+    def _go(self, page: str) -> None:
+        self.page = page
+
+    def _alarm_item(self, alarm: dict[str, Any]) -> ListItem:
+        def build(bounds: Bounds) -> Node:
+            text_col, switch_col = split_h(bounds, [4, 1])
+            left, top, right, bottom = text_col
+            mid = top + (bottom - top) * 3 // 5
+            kids = [
+                label((left + self.ui.dp(16), top, right, mid), alarm["time"], rid=self.rid("digital_clock")),
+                label((left + self.ui.dp(16), mid, right, bottom), alarm["label"], rid=self.rid("label")),
+            ]
+            item = row(text_col, kids, lambda: self.edit_alarm(alarm["id"]), rid=self.rid("alarm_item"))
+            toggle = switch(switch_col, "", bool(alarm["enabled"]), lambda: self.toggle(alarm["id"]),
+                            rid=self.rid("onoff"))
+            return Node(cls="android.widget.FrameLayout", bounds=bounds, children=[item, toggle])
+
+        return ListItem(96, build)
+
+    def _editor(self, frame: Frame) -> list[Node]:
+        nodes = title_bar(self, frame, "修改闹钟" if self.editing else "添加闹钟", self.back_to_list)
+        nodes.append(label(frame.take(32), "时间", rid=self.rid("time_title")))
+        nodes.append(self.edit(frame.take(64), "time", "时间 (HH:MM)", rid=self.rid("time")))
+        nodes.append(label(frame.take(32), "标签", rid=self.rid("label_title")))
+        nodes.append(self.edit(frame.take(64), "label", "标签", rid=self.rid("edit_label")))
+        frame.take(16)
+        cols = split_h(frame.take(64), [1, 1, 1] if self.editing else [1, 1])
+        nodes.append(button(cols[0], "取消", self.back_to_list, rid=self.rid("cancel")))
+        nodes.append(button(cols[-1], "保存", self.save_alarm, rid=self.rid("save")))
+        if self.editing:
+            nodes.append(button(cols[1], "删除", self.delete_alarm, rid=self.rid("delete")))
+        return nodes
+
+    def back_to_list(self) -> None:
+        self.page, self.editing, self.focus = "alarms", None, None

@@ -1,0 +1,149 @@
+"""Files (DocumentsUI): browse the phone's real storage under /sdcard and create folders in it."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from typing import TYPE_CHECKING
+
+from farm.sim.apps.base import (
+    App,
+    Bounds,
+    Frame,
+    ListItem,
+    Node,
+    button,
+    label,
+    modal,
+    row,
+    scroll_list,
+    split_h,
+    title_bar,
+)
+
+if TYPE_CHECKING:
+    from farm.sim.ui import UiDevice
+
+ROOT = "/sdcard"
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000  # type: ignore[assignment]
+    return str(n)
+
+
+class FilesApp(App):
+    """Directory listing (folders first); 新建文件夹 makes a real directory on the phone."""
+
+    package = "com.android.documentsui"
+    activity = ".files.FilesActivity"
+
+    def __init__(self, ui: UiDevice) -> None:
+        super().__init__(ui)
+        self.cwd = ROOT
+        self.dialog = False
+
+    def entries(self) -> list[tuple[str, bool, int]]:
+        """(name, is_dir, size) in the current directory; symlinks are shown as files, never followed."""
+        try:
+            host = self.phone.host_path(self.cwd)
+            with os.scandir(host) as it:
+                found = [(e.name, e.is_dir(follow_symlinks=False), _entry_size(e)) for e in it]
+        except (OSError, ValueError):
+            return []
+        return sorted(found, key=lambda e: (not e[1], e[0].lower()))
+
+    def back(self) -> bool:
+        if self.dialog:
+            self.dialog, self.focus = False, None
+            return True
+        if self.cwd != ROOT:
+            self.cwd = posixpath.dirname(self.cwd)
+            self.scroll.pop("files", None)
+            return True
+        return False
+
+    def go_up(self) -> None:
+        self.back()
+
+    def cancel_dialog(self) -> None:
+        self.dialog, self.focus = False, None
+
+    def open_dir(self, name: str) -> None:
+        self.cwd = posixpath.join(self.cwd, name)
+        self.scroll.pop("files", None)
+
+    def ask_folder(self) -> None:
+        self.dialog, self.fields, self.focus = True, {"folder": ""}, "folder"
+
+    def create_folder(self) -> None:
+        name = self.fields.get("folder", "").strip()
+        if not name or "/" in name or name in (".", ".."):
+            self.ui.toast("文件夹名称无效")
+            return
+        try:
+            target = self.phone.host_path(posixpath.join(self.cwd, name))
+            target.mkdir(parents=False, exist_ok=False)
+        except FileExistsError:
+            self.ui.toast("已存在同名文件夹")
+            return
+        except (OSError, ValueError):
+            self.ui.toast("无法创建文件夹")
+            return
+        self.dialog, self.focus = False, None
+        self.ui.toast(f"已创建文件夹“{name}”")
+
+    def enter(self) -> None:
+        if self.dialog:
+            self.create_folder()
+
+    def view(self, frame: Frame) -> list[Node]:
+        title = "内部存储" if self.cwd == ROOT else posixpath.basename(self.cwd)
+        nodes = title_bar(self, frame, title, None if self.cwd == ROOT else self.go_up)
+        crumbs = label(frame.take(40), self.cwd.replace(ROOT, "内部存储", 1), rid=self.rid("breadcrumb"))
+        new_row = frame.take(56)
+        nodes.append(crumbs)
+        nodes.append(button(new_row, "新建文件夹", self.ask_folder, rid=self.rid("action_menu_create_dir")))
+        entries = self.entries()
+        if entries:
+            nodes.append(scroll_list(self, "files", frame.rest(), [self._item(*e) for e in entries],
+                                     rid=self.rid("dir_list")))
+        else:
+            nodes.append(label(frame.take(64), "没有任何文件", rid=self.rid("message")))
+        if self.dialog:
+            nodes.append(self._dialog(frame))
+        return nodes
+
+    def _item(self, name: str, is_dir: bool, size: int) -> ListItem:
+        def build(bounds: Bounds) -> Node:
+            left, top, right, bottom = bounds
+            pad = self.ui.dp(16)
+            mid = top + (bottom - top) * 3 // 5
+            kids = [label((left + pad, top, right - pad, mid), name, rid="android:id/title"),
+                    label((left + pad, mid, right - pad, bottom), "文件夹" if is_dir else _size(size),
+                          rid=self.rid("details"))]
+            return row(bounds, kids, (lambda: self.open_dir(name)) if is_dir else None, rid=self.rid("item_root"))
+
+        return ListItem(72, build)
+
+    def _dialog(self, frame: Frame) -> Node:
+        w = self.phone.profile.screen.width
+        top = frame.dp(400)
+        box = Frame((frame.dp(24), top, w - frame.dp(24), top + frame.dp(200)), frame.density)
+        bounds = box.rest()
+        kids = [label(box.take(56), "新建文件夹", rid="android:id/alertTitle"),
+                self.edit(box.take(64), "folder", "文件夹名称", rid="android:id/text1")]
+        cancel, ok = split_h(box.take(64), [1, 1])
+        kids.append(button(cancel, "取消", self.cancel_dialog, rid="android:id/button2"))
+        kids.append(button(ok, "确定", self.create_folder, rid="android:id/button1"))
+        return modal(self, bounds, kids, rid="android:id/parentPanel")
+
+
+def _entry_size(entry: os.DirEntry[str]) -> int:
+    try:
+        return entry.stat(follow_symlinks=False).st_size
+    except OSError:
+        return 0

@@ -1,0 +1,120 @@
+"""Settings: a few pages with toggles backed by the phone's `settings` tables, and About phone."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from farm.sim.apps.base import App, Bounds, Frame, ListItem, Node, label, row, scroll_list, switch, title_bar
+
+if TYPE_CHECKING:
+    from farm.sim.ui import UiDevice
+
+# (table, key, on value, off value, default)
+_TOGGLES: dict[str, tuple[str, str, str, str, str]] = {
+    "WLAN": ("global", "wifi_on", "1", "0", "1"),
+    "飞行模式": ("global", "airplane_mode_on", "1", "0", "0"),
+    "蓝牙": ("global", "bluetooth_on", "1", "0", "0"),
+    "深色主题": ("secure", "ui_night_mode", "2", "1", "1"),
+}
+
+
+class SettingsApp(App):
+    """Main list → sub-pages; BACK returns to the list."""
+
+    package = "com.android.settings"
+    activity = ".Settings"
+
+    def __init__(self, ui: UiDevice) -> None:
+        super().__init__(ui)
+        self.page = "main"
+
+    def current_activity(self) -> str:
+        sub = {"about": ".Settings$MyDeviceInfoActivity", "network": ".Settings$NetworkDashboardActivity",
+               "devices": ".Settings$ConnectedDeviceDashboardActivity", "display": ".Settings$DisplaySettingsActivity",
+               "battery": ".Settings$PowerUsageSummaryActivity", "storage": ".Settings$StorageDashboardActivity"}
+        return self.package + sub.get(self.page, self.activity)
+
+    def back(self) -> bool:
+        if self.page != "main":
+            self.page = "main"
+            return True
+        return False
+
+    def open(self, page: str) -> None:
+        self.page = page
+        self.scroll.pop("list", None)
+
+    # settings table access ------------------------------------------------------------------------
+    def toggle_on(self, name: str) -> bool:
+        table, key, on, _off, default = _TOGGLES[name]
+        return self.phone.settings.setdefault(table, {}).get(key, default) == on
+
+    def flip(self, name: str) -> None:
+        table, key, on, off, _default = _TOGGLES[name]
+        self.phone.settings.setdefault(table, {})[key] = off if self.toggle_on(name) else on
+
+    # view -------------------------------------------------------------------------------------------
+    def _entry(self, title: str, summary: str, target: str | None) -> ListItem:
+        def build(bounds: Bounds) -> Node:
+            left, top, right, bottom = bounds
+            pad = self.ui.dp(16)
+            mid = (top + bottom) // 2
+            kids = [label((left + pad, top, right - pad, mid), title, rid="android:id/title")]
+            if summary:
+                kids.append(label((left + pad, mid, right - pad, bottom), summary, rid="android:id/summary"))
+            return row(bounds, kids, (lambda: self.open(target)) if target else None)
+
+        return ListItem(72, build)
+
+    def _toggle(self, name: str) -> ListItem:
+        def build(bounds: Bounds) -> Node:
+            return switch(bounds, name, self.toggle_on(name), lambda: self.flip(name), rid="android:id/switch_widget")
+
+        return ListItem(64, build)
+
+    def view(self, frame: Frame) -> list[Node]:
+        p = self.phone.profile
+        if self.page == "main":
+            nodes = title_bar(self, frame, "设置")
+            items = [
+                self._entry("网络和互联网", "WLAN、移动网络、流量使用", "network"),
+                self._entry("已连接的设备", "蓝牙、配对", "devices"),
+                self._entry("显示", "深色主题、字体大小、亮度", "display"),
+                self._entry("电池", f"{p.battery_level}%", "battery"),
+                self._entry("存储", f"已使用 {_gb(p.storage_total_mb - p.storage_free_mb)} GB", "storage"),
+                self._entry("关于手机", p.model, "about"),
+            ]
+        else:
+            back = lambda: self.open("main")  # noqa: E731
+            title, items = self._page(self.page)
+            nodes = title_bar(self, frame, title, back)
+        nodes.append(scroll_list(self, "list", frame.rest(), items, rid=self.rid("recycler_view")))
+        return nodes
+
+    def _page(self, page: str) -> tuple[str, list[ListItem]]:
+        p = self.phone.profile
+        if page == "network":
+            return "网络和互联网", [self._toggle("WLAN"), self._toggle("飞行模式")]
+        if page == "devices":
+            return "已连接的设备", [self._toggle("蓝牙")]
+        if page == "display":
+            return "显示", [self._toggle("深色主题")]
+        if page == "battery":
+            return "电池", [self._entry("电池电量", f"{p.battery_level}%", None),
+                          self._entry("充电状态", "正在充电" if p.charging else "未在充电", None)]
+        if page == "storage":
+            used = p.storage_total_mb - p.storage_free_mb
+            return "存储", [self._entry("已使用", f"{_gb(used)} GB", None),
+                          self._entry("可用空间", f"{_gb(p.storage_free_mb)} GB", None),
+                          self._entry("总容量", f"{_gb(p.storage_total_mb)} GB", None)]
+        build_id = self.phone.props.get("ro.build.display.id", "")
+        return "关于手机", [
+            self._entry("设备名称", p.model, None),
+            self._entry("型号", p.model, None),
+            self._entry("Android 版本", p.android_release, None),
+            self._entry("版本号", build_id, None),
+        ]
+
+
+def _gb(mb: int) -> str:
+    return f"{mb / 1024:.1f}"
