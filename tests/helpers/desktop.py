@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from farm.desktop.batch import Batch, BatchLink, Slot, plan_slot_ids
+from farm.desktop.batch import Batch, BatchLink, Slot, init_batch, plan_slot_ids
 from farm.desktop.config import DesktopConfig
 from farm.desktop.result import RunResult
 from farm.desktop.tasks import tasks_digest
@@ -143,10 +143,9 @@ def farm(*args: str | Path, cwd: Path | None = None) -> FarmRun:
 
 
 def planned_batch(tmp_path: Path, repetitions: int = 2) -> tuple[Path, Path]:
-    """(results dir, batch-000.json) planned through the CLI."""
+    """(results dir, batch-000.json) planned through the library (the CLI is tested on its own)."""
     directory = results_dir(tmp_path)
     config = write_config(directory, repetitions=repetitions)
     out = directory / "batch-000.json"
-    outcome = farm("desktop", "init", config, out)
-    assert outcome.code == 0, outcome.stderr
+    init_batch(config, out)
     return directory, out
