@@ -14,7 +14,7 @@ from farm import __version__
 from farm.errors import FarmError
 from farm.fsutil import atomic_write_text
 
-MANIFEST_VERSION = 1
+MANIFEST_VERSION: Literal[1] = 1
 REDACTED = "***redacted***"
 # Config keys whose values are credentials, whatever their nesting.
 _SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "credential", "authorization", "cookie")

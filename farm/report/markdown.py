@@ -1,0 +1,119 @@
+"""report.md: the tables of `ReportData`, with device labels (never serials) and no full answers."""
+
+from __future__ import annotations
+
+from farm.report.model import RateRow, ReportData, SumRow
+
+
+def pct(value: float | None) -> str:
+    """A rate as `70.0%`; `–` when unknown."""
+    return "–" if value is None else f"{value * 100:.1f}%"
+
+
+def num(value: float | None, digits: int = 0) -> str:
+    """A number, `–` when unknown."""
+    if value is None:
+        return "–"
+    return f"{value:,.{digits}f}"
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def rate_table(rows: list[RateRow], head: str) -> list[str]:
+    """A rate table: group, attempted, passed, errors, rate, Wilson 95 % CI."""
+    out = [f"| {head} | attempted | passed | errors | rate | 95% CI (Wilson) |", "|---|---:|---:|---:|---:|---|"]
+    for r in rows:
+        ci = "–" if r.low is None else f"{pct(r.low)} – {pct(r.high)}"
+        out.append(f"| {_cell(r.key)} | {r.attempted} | {r.passed} | {r.errors} | {pct(r.rate)} | {ci} |")
+    return out
+
+
+def _sum_line(row: SumRow, digits: int = 0) -> str:
+    note = "" if row.unknown == 0 else f" ({row.unknown} unknown)"
+    return f"| {row.name} | {num(row.total, digits)}{note} | {row.known} | {row.unknown} |"
+
+
+def render_markdown(data: ReportData) -> str:
+    """The whole report.md."""
+    lines = [f"# Evaluation report — {', '.join(data.runs)}", ""]
+    lines.append(f"Generated {data.generated_at}. Execution: {', '.join(data.execution) or '–'}.")
+    if "simulated" in data.execution:
+        lines.append("Simulated results come from the virtual phone, not from a real device or model.")
+    if data.include_holdout:
+        lines.append("Holdout pool: shown (release decisions only — do not tune on it).")
+    else:
+        lines.append(
+            f"Holdout pool: hidden — {data.hidden_holdout_tasks} holdout tasks"
+            f" ({data.hidden_holdout_attempts} attempts) not shown; pass --include-holdout to show them."
+        )
+    lines.append(
+        "Rates: passed / attempted; skipped tasks are not attempted; infrastructure errors stay in the"
+        " denominator and are counted apart."
+    )
+    lines += ["", "## Overall", "", *rate_table([data.overall], "group"), ""]
+    lines += ["## By category", "", *rate_table(data.by_category, "category"), ""]
+    lines += ["## By partition", "", *rate_table(data.by_partition, "partition"), ""]
+    lines += ["## By phone", "", *rate_table(data.by_device, "phone"), ""]
+    lines += ["## By expected outcome", "", *rate_table(data.by_expect, "expect"), ""]
+    lines += ["## Outcomes", "", "| outcome | count |", "|---|---:|"]
+    lines += [f"| {o.key} | {o.count} |" for o in data.outcomes]
+    lines += ["", f"Infrastructure errors: {data.infrastructure_errors}", ""]
+    lines += [f"## Skipped ({data.skipped_total})", "", "| task | phone | reason |", "|---|---|---|"]
+    lines += [f"| {s.task_id} | {_cell(s.device)} | {_cell(s.reason)} |" for s in data.skipped]
+    if data.skipped_total > len(data.skipped):
+        lines.append(f"\n… {data.skipped_total - len(data.skipped)} more skipped attempts not listed.")
+    lines += ["", f"## 交给用户:login ({len(data.login_handover)}) — not counted as success", ""]
+    lines += ["| task | phone | reason |", "|---|---|---|"]
+    lines += [f"| {s.task_id} | {_cell(s.device)} | {_cell(s.reason)} |" for s in data.login_handover]
+    lines += ["", "## Failure categories", "", "| failure category | count |", "|---|---:|"]
+    lines += [f"| {_cell(c.key)} | {c.count} |" for c in data.failure_categories]
+    lines += ["", f"## Not passed ({data.failures_total})", ""]
+    lines += ["| task | phone | outcome | failure category | reason |", "|---|---|---|---|---|"]
+    lines += [
+        f"| {t.task_id} | {_cell(t.device)} | {t.outcome} | {_cell(t.failure_category)} | {_cell(t.reason)} |"
+        for t in data.failures
+    ]
+    if data.failures_total > len(data.failures):
+        lines.append(f"\n… {data.failures_total - len(data.failures)} more not listed (see scores.csv).")
+    lines += ["", "## 运行小结", "", "| metric | n | median | P90 |", "|---|---:|---:|---:|"]
+    lines += [f"| {s.name} | {s.n} | {num(s.median, 1)} | {num(s.p90, 1)} |" for s in data.timing]
+    known_total = sum(r.total or 0 for r in data.time_split)
+    lines += ["", "Time split (ms):", "", "| part | total | known | unknown | share |", "|---|---:|---:|---:|---:|"]
+    for r in data.time_split:
+        share = pct(r.total / known_total) if r.total is not None and known_total else "–"
+        lines.append(f"{_sum_line(r)[:-1]} {share} |")
+    lines += ["", "## Tokens and cost", "", "| item | total | known | unknown |", "|---|---:|---:|---:|"]
+    lines += [_sum_line(t) for t in data.tokens]
+    lines.append(_sum_line(data.cost, 4))
+    lines += ["", "## 人工改判", ""]
+    if data.overrides:
+        lines += ["| run | task | phone | initial | final | applied | note | evidence |", "|---" * 8 + "|"]
+        lines += [
+            f"| {o.run} | {o.task_id} | {_cell(o.device)} | {o.initial} | {o.final} | {'yes' if o.applied else 'no'}"
+            f" | {_cell(o.note)} | {_cell(o.evidence)} |"
+            for o in data.overrides
+        ]
+    else:
+        lines.append("No re-judgements.")
+    lines += ["", "## Markers to clean up", ""]
+    if data.markers:
+        lines += ["| phone | task | markers |", "|---|---|---|"]
+        lines += [f"| {_cell(m.device)} | {m.task_id} | {_cell(', '.join(m.markers))} |" for m in data.markers]
+    else:
+        lines.append("No markers were created.")
+    if data.comparison is not None:
+        c = data.comparison
+        lines += ["", f"## Paired comparison: {c.run_a} (A) vs {c.run_b} (B)", ""]
+        lines += ["| units | both passed | only A | only B | neither | rate A | rate B |", "|---:" * 7 + "|"]
+        lines.append(
+            f"| {c.units} | {c.both} | {c.only_a} | {c.only_b} | {c.neither} | {pct(c.rate_a)} | {pct(c.rate_b)} |"
+        )
+        ci = "–" if c.diff_low is None else f"{pct(c.diff_low)} – {pct(c.diff_high)}"
+        lines += [
+            "",
+            f"Difference B − A: {pct(c.diff)} (paired bootstrap 95% CI {ci}, {c.resamples} resamples, seed {c.seed});"
+            f" exact McNemar p = {c.mcnemar_p:.4g}.",
+        ]
+    return "\n".join(lines) + "\n"

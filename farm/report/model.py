@@ -1,0 +1,227 @@
+"""What a report shows, computed once from the records and rendered by every writer."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RateRow(_M):
+    """Pass rate of one group (a category, a pool, a phone, an expected outcome)."""
+
+    key: str
+    """Group value (category name, device label…)."""
+    attempted: int
+    """Attempts that ran (skips excluded, infrastructure errors included)."""
+    passed: int
+    """Attempts with a final verdict of pass."""
+    errors: int
+    """Infrastructure errors among the attempts."""
+    rate: float | None
+    """passed / attempted; null when nothing ran."""
+    low: float | None
+    """Wilson 95 % lower bound."""
+    high: float | None
+    """Wilson 95 % upper bound."""
+
+
+class CountRow(_M):
+    """A labelled count."""
+
+    key: str
+    """What is counted."""
+    count: int
+    """How many."""
+
+
+class SkipRow(_M):
+    """A skipped task on a phone and why."""
+
+    task_id: str
+    """Task id."""
+    device: str
+    """Device label."""
+    reason: str
+    """Why it was skipped."""
+
+
+class TaskRow(_M):
+    """The verdict of one task on one phone (junit, csv, per-task tables)."""
+
+    run: str
+    """Run id."""
+    task_id: str
+    """Task id."""
+    device: str
+    """Device label."""
+    category: str
+    """Category."""
+    partition: str
+    """Pool."""
+    expect: str
+    """Expected outcome."""
+    outcome: str
+    """Outcome."""
+    initial: bool
+    """Verdict before human re-judgement."""
+    final: bool
+    """Verdict after human re-judgement."""
+    reason: str
+    """First reason (skip, failure, error), shortened."""
+    failure_category: str
+    """Failure category."""
+    seconds: float | None
+    """Wall time of the attempt."""
+
+
+class Stat(_M):
+    """Median and P90 (nearest rank) of a metric, over the attempts that reported it."""
+
+    name: str
+    """Metric."""
+    n: int
+    """Attempts that reported it."""
+    median: float | None
+    """Median."""
+    p90: float | None
+    """P90."""
+
+
+class SumRow(_M):
+    """A sum over attempts and how many attempts did not report the value (null stays null)."""
+
+    name: str
+    """What is summed."""
+    total: float | None
+    """Sum of the known values; null when none is known."""
+    known: int
+    """Attempts with a value."""
+    unknown: int
+    """Attempts without one."""
+
+
+class OverrideRow(_M):
+    """A human re-judgement and whether it was applied."""
+
+    run: str
+    """Run id."""
+    task_id: str
+    """Task id."""
+    device: str
+    """Device label."""
+    initial: str
+    """Initial verdict (pass/fail)."""
+    final: str
+    """Requested verdict."""
+    evidence: str
+    """Quoted evidence."""
+    applied: bool
+    """Applied (True) or refused."""
+    note: str
+    """Why it was refused, or where it came from."""
+
+
+class MarkerRow(_M):
+    """Markers a phone's write tasks created, for manual clean-up."""
+
+    device: str
+    """Device label."""
+    task_id: str
+    """Task that created them."""
+    markers: list[str]
+    """Marker texts."""
+
+
+class Comparison(_M):
+    """Paired comparison of two runs on their common (task, phone) units."""
+
+    run_a: str
+    """Baseline run."""
+    run_b: str
+    """Compared run."""
+    units: int
+    """Common units that ran in both."""
+    both: int
+    """Passed in both."""
+    only_a: int
+    """Passed only in A."""
+    only_b: int
+    """Passed only in B."""
+    neither: int
+    """Passed in neither."""
+    rate_a: float | None
+    """Rate of A on the common units."""
+    rate_b: float | None
+    """Rate of B on the common units."""
+    mcnemar_p: float
+    """Exact McNemar p-value."""
+    diff: float | None
+    """rate(B) − rate(A)."""
+    diff_low: float | None
+    """Paired bootstrap 95 % lower bound."""
+    diff_high: float | None
+    """Paired bootstrap 95 % upper bound."""
+    resamples: int
+    """Bootstrap resamples."""
+    seed: int
+    """Bootstrap seed."""
+
+
+class ReportData(_M):
+    """Everything the report writers render."""
+
+    runs: list[str]
+    """Run ids, in the order given."""
+    generated_at: str
+    """ISO-8601 UTC time of the report."""
+    include_holdout: bool
+    """Whether holdout results are shown."""
+    hidden_holdout_tasks: int
+    """Distinct holdout tasks hidden from this report."""
+    hidden_holdout_attempts: int
+    """Holdout attempts hidden."""
+    execution: list[str]
+    """Execution kinds present (simulated results are labelled as such)."""
+    overall: RateRow
+    """All attempts."""
+    outcomes: list[CountRow]
+    """Attempts per outcome (skips included)."""
+    by_category: list[RateRow]
+    """Per category."""
+    by_partition: list[RateRow]
+    """Per pool."""
+    by_device: list[RateRow]
+    """Per phone (labels, never serials)."""
+    by_expect: list[RateRow]
+    """Per expected outcome."""
+    skipped: list[SkipRow]
+    """Skipped tasks with reasons (first rows)."""
+    skipped_total: int
+    """All skipped attempts."""
+    login_handover: list[SkipRow]
+    """交给用户:login — read tasks handed over at a login wall; not counted as success."""
+    failure_categories: list[CountRow]
+    """Non-passing attempts per failure category."""
+    infrastructure_errors: int
+    """Attempts that ended in an infrastructure error."""
+    timing: list[Stat]
+    """运行小结: first feedback, round trips, total time."""
+    time_split: list[SumRow]
+    """Where the time went: model, screen read, action, other (ms)."""
+    tokens: list[SumRow]
+    """Token sums."""
+    cost: SumRow
+    """Cost in USD."""
+    overrides: list[OverrideRow]
+    """Human re-judgements, applied and refused."""
+    markers: list[MarkerRow]
+    """Marker clean-up list."""
+    failures: list[TaskRow] = Field(default_factory=list)
+    """Attempts that did not pass (first rows), with reasons."""
+    failures_total: int = 0
+    """All attempts that did not pass."""
+    comparison: Comparison | None = None
+    """Two-run paired comparison."""

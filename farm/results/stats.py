@@ -1,0 +1,92 @@
+"""Statistics for reports: Wilson intervals, exact McNemar, paired bootstrap, percentiles."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+Z95 = 1.959963984540054
+BOOTSTRAP_SEED = 20260101
+BOOTSTRAP_RESAMPLES = 10_000
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A pass rate with its Wilson 95 % interval; `rate` is None when nothing was attempted."""
+
+    passed: int
+    attempted: int
+    rate: float | None
+    low: float | None
+    high: float | None
+
+
+def wilson(passed: int, attempted: int, z: float = Z95) -> Rate:
+    """Wilson score interval for `passed` successes out of `attempted` trials."""
+    if attempted <= 0:
+        return Rate(passed, attempted, None, None, None)
+    p = passed / attempted
+    denom = 1 + z * z / attempted
+    centre = (p + z * z / (2 * attempted)) / denom
+    half = z * math.sqrt(p * (1 - p) / attempted + z * z / (4 * attempted * attempted)) / denom
+    return Rate(passed, attempted, p, max(0.0, centre - half), min(1.0, centre + half))
+
+
+def mcnemar_exact(only_a: int, only_b: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant pair counts (binomial, p = 0.5)."""
+    n = only_a + only_b
+    if n == 0:
+        return 1.0
+    k = min(only_a, only_b)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+@dataclass(frozen=True)
+class PairedDiff:
+    """Difference of pass rates (B − A) over paired units with a bootstrap interval."""
+
+    n: int
+    diff: float | None
+    low: float | None
+    high: float | None
+    resamples: int
+    seed: int
+
+
+def paired_bootstrap(
+    a: Sequence[bool], b: Sequence[bool], *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
+) -> PairedDiff:
+    """Percentile 95 % interval of rate(B) − rate(A), resampling the same unit indices for both arms."""
+    import numpy as np
+
+    if len(a) != len(b):
+        raise ValueError("paired samples must have the same length")
+    n = len(a)
+    if n == 0:
+        return PairedDiff(0, None, None, None, resamples, seed)
+    delta = np.asarray(b, dtype=np.float64) - np.asarray(a, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(resamples, n))
+    means = delta[idx].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return PairedDiff(n, float(delta.mean()), float(low), float(high), resamples, seed)
+
+
+def nearest_rank(values: Sequence[float], q: float) -> float | None:
+    """Nearest-rank percentile (q in 0..100) of the known values; None when there are none."""
+    data = sorted(values)
+    if not data:
+        return None
+    rank = max(1, math.ceil(q / 100 * len(data)))
+    return data[rank - 1]
+
+
+def median(values: Sequence[float]) -> float | None:
+    """The median (mean of the middle two for an even count); None when empty."""
+    data = sorted(values)
+    if not data:
+        return None
+    mid = len(data) // 2
+    return data[mid] if len(data) % 2 else (data[mid - 1] + data[mid]) / 2
