@@ -1,0 +1,170 @@
+"""`sync:` service (v1): STAT, LIST, RECV, SEND, QUIT over the phone's file system."""
+
+from __future__ import annotations
+
+import os
+import stat as statmod
+import struct
+
+from farm.sim.adbd import Stream
+from farm.sim.phone import PathEscapeError, PhoneState
+
+CHUNK = 64 * 1024
+_REQ = struct.Struct("<4sI")
+_STAT = struct.Struct("<4sIII")
+_DENT = struct.Struct("<4sIIII")
+_MAX_PATH = 1024
+
+
+async def serve_sync(phone: PhoneState, stream: Stream) -> None:
+    """Answer sync requests until QUIT or the host closes the stream."""
+    await stream.accept()
+    while True:
+        header = await stream.read_exactly(8)
+        ident, length = _REQ.unpack(header)
+        if ident == b"QUIT":
+            return
+        if ident not in (b"STAT", b"LIST", b"RECV", b"SEND") or length > _MAX_PATH:
+            await _fail(stream, f"unknown sync request {ident!r}")
+            return
+        path = (await stream.read_exactly(length)).decode("utf-8", "surrogateescape")
+        if ident == b"STAT":
+            await stream.write(_stat_reply(phone, path))
+        elif ident == b"LIST":
+            await _list(phone, stream, path)
+        elif ident == b"RECV":
+            if not await _recv(phone, stream, path):
+                return
+        else:
+            if not await _send(phone, stream, path):
+                return
+        await stream.flush()
+
+
+def _host(phone: PhoneState, path: str) -> str:
+    return os.fspath(phone.host_path(path))
+
+
+def _stat_reply(phone: PhoneState, path: str) -> bytes:
+    try:
+        st = os.stat(_host(phone, path))
+    except (OSError, PathEscapeError):
+        return _STAT.pack(b"STAT", 0, 0, 0)
+    return _STAT.pack(b"STAT", st.st_mode & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF, int(st.st_mtime))
+
+
+async def _list(phone: PhoneState, stream: Stream, path: str) -> None:
+    try:
+        host = _host(phone, path)
+        entries = list(os.scandir(host))
+    except (OSError, PathEscapeError):
+        entries = []
+    else:
+        for name in (".", ".."):
+            st = os.stat(host)
+            stream.write_nowait(_dent(name, st))
+    for entry in entries:
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        await stream.write(_dent(entry.name, st))
+    await stream.write(_DENT.pack(b"DONE", 0, 0, 0, 0))
+
+
+def _dent(name: str, st: os.stat_result) -> bytes:
+    raw = name.encode("utf-8", "surrogateescape")
+    return _DENT.pack(b"DENT", st.st_mode & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF, int(st.st_mtime), len(raw)) + raw
+
+
+async def _fail(stream: Stream, message: str) -> None:
+    raw = message.encode()
+    await stream.write(_REQ.pack(b"FAIL", len(raw)) + raw)
+    await stream.flush()
+
+
+async def _recv(phone: PhoneState, stream: Stream, path: str) -> bool:
+    try:
+        host = _host(phone, path)
+        if os.path.isdir(host):
+            raise IsADirectoryError(21, "Is a directory")
+        handle = open(host, "rb")  # noqa: SIM115 - streamed below
+    except PathEscapeError:
+        await _fail(stream, f"open failed: No such file or directory: {path}")
+        return True
+    except OSError as exc:
+        await _fail(stream, f"open failed: {exc.strerror}")
+        return True
+    with handle:
+        while chunk := handle.read(CHUNK):
+            await stream.write(_REQ.pack(b"DATA", len(chunk)) + chunk)
+    await stream.write(_REQ.pack(b"DONE", 0))
+    return True
+
+
+async def _send(phone: PhoneState, stream: Stream, spec: str) -> bool:
+    path, _, mode_text = spec.rpartition(",")
+    if not path:
+        path, mode_text = spec, "33188"
+    try:
+        mode = int(mode_text)
+    except ValueError:
+        mode = 0o100644
+    error: str | None = None
+    handle = None
+    tmp = ""
+    try:
+        host = _host(phone, path)
+        if os.path.isdir(host):
+            raise IsADirectoryError(21, "Is a directory")
+        os.makedirs(os.path.dirname(host), exist_ok=True)
+        tmp = host + ".farm-sync-tmp"
+        handle = open(tmp, "wb")  # noqa: SIM115 - closed below
+    except PathEscapeError:
+        error = f"couldn't create file: Permission denied: {path}"
+    except OSError as exc:
+        error = f"couldn't create file: {exc.strerror}"
+    # Consume DATA… DONE even after an error so the stream stays in step.
+    mtime = 0
+    try:
+        while True:
+            ident, length = _REQ.unpack(await stream.read_exactly(8))
+            if ident == b"DATA":
+                if length > CHUNK:
+                    await _fail(stream, "data too large")
+                    return False
+                data = await stream.read_exactly(length)
+                if handle is not None:
+                    handle.write(data)
+            elif ident == b"DONE":
+                mtime = length
+                break
+            else:
+                await _fail(stream, f"invalid data message {ident!r}")
+                return False
+    finally:
+        if handle is not None:
+            handle.close()
+    if error is not None:
+        if tmp:
+            _unlink(tmp)
+        await _fail(stream, error)
+        return True
+    try:
+        os.chmod(tmp, statmod.S_IMODE(mode) or 0o644)
+        os.replace(tmp, host)
+        if mtime:
+            os.utime(host, (mtime, mtime))
+    except OSError as exc:
+        _unlink(tmp)
+        await _fail(stream, f"couldn't write file: {exc.strerror}")
+        return True
+    await stream.write(_REQ.pack(b"OKAY", 0))
+    return True
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
