@@ -13,7 +13,7 @@ from tests.helpers.desktop import REPO, farm, results_dir, write_config
 
 def _init_error(tmp_path: Path, **overrides: object) -> str:
     directory = results_dir(tmp_path)
-    config = write_config(directory, **overrides)
+    config = write_config(directory, **overrides)  # type: ignore[arg-type]
     outcome = farm("desktop", "init", config, directory / "batch-000.json")
     assert outcome.code == 2
     assert not (directory / "batch-000.json").exists()
