@@ -52,7 +52,8 @@ def etree_baseline(xml: str) -> str:
     for n, el in enumerate(ET.fromstring(xml.encode()).iter("node")):
         a = el.attrib
         if a.get("text") or a.get("content-desc") or a.get("clickable") == "true":
-            lines.append(f'[{n}] {a.get("class", "").rsplit(".", 1)[-1]} "{a.get("text", "")}" ({a.get("resource-id")})')
+            short = a.get("class", "").rsplit(".", 1)[-1]
+            lines.append(f'[{n}] {short} "{a.get("text", "")}" ({a.get("resource-id")})')
     return "\n".join(lines)
 
 

@@ -157,7 +157,7 @@ def _rows_to_lines(rows: list[_Fields]) -> tuple[list[_Fields], list[str]]:
 
 
 # Text that can go into a line as is: no entity to decode, no line break, not too long.
-_PLAIN = re.compile(r'[^&\n\r\t"]{1,%d}' % MAX_TEXT).fullmatch
+_PLAIN = re.compile(rf'[^&\n\r\t"]{{1,{MAX_TEXT}}}').fullmatch
 
 
 def _to_node(ref: int, row: _Fields) -> UiNode:

@@ -20,7 +20,8 @@ def test_header_names_foreground_package_and_activity() -> None:
 
 
 def test_layout_only_invisible_and_empty_nodes_are_dropped() -> None:
-    xml = hierarchy(node(""), node("hidden", visible_to_user="false"), node("flat", bounds="[0,10][100,10]"), node("kept"))
+    flat = node("flat", bounds="[0,10][100,10]")
+    xml = hierarchy(node(""), node("hidden", visible_to_user="false"), flat, node("kept"))
     obs = observe_xml(xml)
     assert obs.text.splitlines()[1:] == ['[1] TextView "kept"']
 
