@@ -60,7 +60,7 @@ class UiDevice:
         self._recents: list[str] = []
         self._top: str | None = None
         self._recents_open = False
-        self._lock = threading.RLock()
+        self.lock = threading.RLock()
         self.launcher = LauncherApp(self)
         self._recents_view = RecentsView(self.launcher)
         self._pending_down: tuple[float, float] | None = None
@@ -88,7 +88,7 @@ class UiDevice:
 
     def app(self, package: str) -> App:
         """The running instance of `package`, started if needed."""
-        with self._lock:
+        with self.lock:
             if package == self.launcher.package:
                 return self.launcher
             if package not in self._running:
@@ -101,19 +101,19 @@ class UiDevice:
 
     def foreground(self) -> tuple[str, str]:
         """(package, fully qualified activity) of the focused app."""
-        with self._lock:
+        with self.lock:
             if self._top is None or self._recents_open:
                 return self.launcher.package, self.launcher.current_activity()
             app = self.app(self._top)
             return app.package, app.current_activity()
 
     def current_app(self) -> App:
-        with self._lock:
+        with self.lock:
             return self.launcher if self._top is None else self.app(self._top)
 
     def launch(self, package: str, activity: str | None = None) -> bool:
         """Bring `package` to the front (starting it if needed); False when it is not installed."""
-        with self._lock:
+        with self.lock:
             if not self.installed(package):
                 return False
             self._recents_open = False
@@ -132,7 +132,7 @@ class UiDevice:
 
     def force_stop(self, package: str) -> None:
         """Kill the app's process: transient UI state is lost, saved data stays."""
-        with self._lock:
+        with self.lock:
             self._running.pop(package, None)
             if package in self._recents:
                 self._recents.remove(package)
@@ -140,7 +140,7 @@ class UiDevice:
                 self._top = None
 
     def go_home(self) -> None:
-        with self._lock:
+        with self.lock:
             self._top = None
             self._recents_open = False
 
@@ -152,7 +152,7 @@ class UiDevice:
     # --- the tree ---------------------------------------------------------------------------------
     def roots(self) -> list[Node]:
         """Window roots, bottom-most first: the app (or keyguard) window, then the status bar."""
-        with self._lock:
+        with self.lock:
             w, h = self.width, self.height
             sb = self.dp(STATUS_BAR_DP)
             frame = Frame((0, sb, w, h), self.density)
@@ -225,7 +225,7 @@ class UiDevice:
 
     def tap(self, x: float, y: float) -> bool:
         """A finger tap; True when something reacted."""
-        with self._lock:
+        with self.lock:
             if not self._interactive():
                 return False
             self._toast = None
@@ -237,7 +237,7 @@ class UiDevice:
 
     def long_press(self, x: float, y: float) -> bool:
         """A long press (falls back to a tap for views without a long-click action, like Android)."""
-        with self._lock:
+        with self.lock:
             if not self._interactive():
                 return False
             node = self._hit(x, y)
@@ -264,7 +264,7 @@ class UiDevice:
 
     def input_text(self, text: str) -> bool:
         """Type into the focused field (or an app that takes raw keys)."""
-        with self._lock:
+        with self.lock:
             if not self._interactive():
                 return False
             self._toast = None
@@ -280,7 +280,7 @@ class UiDevice:
         code = keycode(key)
         if code is None:
             return False
-        with self._lock:
+        with self.lock:
             self._toast = None
             return self._key(code)
 
@@ -335,7 +335,7 @@ class UiDevice:
 
     def swipe(self, x1: float, y1: float, x2: float, y2: float, duration_ms: int = 200) -> bool:
         """A swipe: unlocks the keyguard upward, scrolls the list under the start point."""
-        with self._lock:
+        with self.lock:
             if not self.phone.screen_on:
                 return False
             dx, dy = x2 - x1, y2 - y1
@@ -360,7 +360,7 @@ class UiDevice:
 
     def touch(self, action: int, x: float, y: float) -> bool:
         """Raw touch events (injectInputEvent): DOWN then UP at about the same place is a tap."""
-        with self._lock:
+        with self.lock:
             if action == 0:
                 self._pending_down = (x, y)
                 return True
