@@ -77,3 +77,18 @@ def record(
         tokens=kw.pop("tokens", Tokens()),
         **kw,
     )
+
+
+def write_run(runs: Any, run_id: str, records: list[Record], phones: list[tuple[str, str]] | None = None) -> Any:
+    """A run directory with a manifest (phones: serial, model) and records.jsonl."""
+    from farm.manifest import Manifest, PhoneEntry, create_run_dir, utc_now
+    from farm.results.store import RECORDS_FILE, append_records
+
+    manifest = Manifest(
+        run_id=run_id,
+        created_at=utc_now(),
+        phones=[PhoneEntry(serial=s, model=m) for s, m in (phones or [])],
+    )
+    run_dir = create_run_dir(runs, manifest)
+    append_records(run_dir / RECORDS_FILE, records)
+    return run_dir

@@ -1,0 +1,64 @@
+"""Statistics against values computed by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from farm.results.stats import mcnemar_exact, median, nearest_rank, paired_bootstrap, wilson
+
+
+def test_wilson_interval_of_8_out_of_10() -> None:
+    # p = 0.8, z² = 3.8415: centre = (0.8 + 0.19207)/1.38415 = 0.71674,
+    # half = 1.96·sqrt(0.016 + 0.0096037)/1.38415 = 0.22657 → [0.4902, 0.9433]
+    r = wilson(8, 10)
+    assert r.rate == 0.8
+    assert r.low == pytest.approx(0.4902, abs=1e-4)
+    assert r.high == pytest.approx(0.9433, abs=1e-4)
+
+
+def test_wilson_edges() -> None:
+    assert wilson(0, 0).rate is None
+    zero = wilson(0, 5)
+    assert zero.low == 0.0 and zero.high == pytest.approx(3.8415 / (5 + 3.8415), abs=1e-4)
+    full = wilson(5, 5)
+    assert full.high == 1.0 and full.low == pytest.approx(5 / (5 + 3.8415), abs=1e-4)
+
+
+def test_mcnemar_exact_by_hand() -> None:
+    # b=1, c=5: 2·(C(6,0)+C(6,1))/2^6 = 2·7/64
+    assert mcnemar_exact(1, 5) == pytest.approx(14 / 64)
+    assert mcnemar_exact(5, 1) == pytest.approx(14 / 64)
+    assert mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(3, 3) == 1.0
+    # b=0, c=10: 2/1024
+    assert mcnemar_exact(0, 10) == pytest.approx(2 / 1024)
+
+
+def test_paired_bootstrap_is_reproducible_and_centred_on_the_difference() -> None:
+    a = [True] * 6 + [False] * 4
+    b = [True] * 9 + [False] * 1
+    one = paired_bootstrap(a, b)
+    two = paired_bootstrap(a, b)
+    assert one == two
+    assert one.diff == pytest.approx(0.3)
+    assert one.low is not None and one.high is not None
+    assert one.low <= 0.3 <= one.high
+    # Every unit differs by 0 or +1, so no resample can go below 0 or above 0.3·(10/3).
+    assert one.low >= 0.0 and one.high <= 1.0
+
+
+def test_paired_bootstrap_identical_arms_gives_a_zero_width_interval() -> None:
+    a = [True, False, True]
+    r = paired_bootstrap(a, a)
+    assert (r.diff, r.low, r.high) == (0.0, 0.0, 0.0)
+
+
+def test_percentiles() -> None:
+    values = [float(v) for v in range(1, 11)]
+    assert median(values) == 5.5
+    assert nearest_rank(values, 90) == 9.0
+    assert nearest_rank([3.0], 90) == 3.0
+    assert nearest_rank([], 90) is None and median([]) is None
+    assert math.isclose(median([1.0, 2.0, 10.0]) or 0, 2.0)
