@@ -1,0 +1,122 @@
+"""The `android-chrome` backend: Chrome on a phone, reached through adb.
+
+`adb forward tcp:<free> localabstract:chrome_devtools_remote` exposes Chrome's DevTools socket on
+the host, Playwright connects over CDP, and `adb reverse tcp:<site> tcp:<site>` lets the phone open
+the task site at the same 127.0.0.1 URL. On the virtual phone the DevTools socket is bridged to a
+local Chromium started with remote debugging, so the same code path runs in CI.
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import urlsplit, urlunsplit
+
+import adbutils
+import httpx
+from playwright.sync_api import Browser, Playwright, sync_playwright
+
+from farm.errors import FarmError
+from web_bench.browser.contract import LOCALE, TIMEZONE, VIEWPORT, BackendName
+from web_bench.browser.page_tools import PageSession
+
+DEVTOOLS_SOCKET = "localabstract:chrome_devtools_remote"
+
+
+def pick_device(serial: str | None, adb_port: int | None = None) -> adbutils.AdbDevice:
+    """The phone to use: `serial`, else the only connected one (FarmError otherwise)."""
+    port = adb_port or int(os.environ.get("ANDROID_ADB_SERVER_PORT", "5037"))
+    client = adbutils.AdbClient(host="127.0.0.1", port=port)
+    try:
+        devices = [d for d in client.device_list() if d.serial]
+    except (adbutils.AdbError, OSError) as exc:
+        raise FarmError(f"adb server 127.0.0.1:{port}: not reachable ({exc})",
+                        hint="start it with `adb start-server` or set ANDROID_ADB_SERVER_PORT") from None
+    if serial is not None:
+        for device in devices:
+            if device.serial == serial:
+                return device
+        raise FarmError(f"{serial}: no such phone on adb server 127.0.0.1:{port}",
+                        hint="check `adb devices` and --serial")
+    if len(devices) != 1:
+        found = ", ".join(d.serial or "?" for d in devices) or "none"
+        raise FarmError(f"android-chrome: need exactly one phone, found {found}",
+                        hint="pass --serial, or use --backends playwright")
+    return devices[0]
+
+
+def devtools_ws_url(local_port: int) -> str:
+    """The browser WebSocket URL behind a forwarded DevTools port, pointed at the forward."""
+    try:
+        response = httpx.get(f"http://127.0.0.1:{local_port}/json/version", timeout=10.0)
+        response.raise_for_status()
+        ws = str(response.json()["webSocketDebuggerUrl"])
+    except (httpx.HTTPError, KeyError, ValueError) as exc:
+        raise FarmError(f"127.0.0.1:{local_port} ({DEVTOOLS_SOCKET}): Chrome DevTools not answering ({exc})",
+                        hint="open Chrome on the phone and enable USB debugging") from None
+    # Chrome names whatever host it thinks it has; the forward is the only way in.
+    parts = urlsplit(ws)
+    return urlunsplit(("ws", f"127.0.0.1:{local_port}", parts.path, parts.query, ""))
+
+
+class AndroidChromeBackend:
+    """Sessions are new tabs of the phone's Chrome (cookies cleared; the site isolates runs by session)."""
+
+    name: BackendName = "android-chrome"
+
+    def __init__(self, site_port: int, serial: str | None = None, *, adb_port: int | None = None) -> None:
+        self.device = pick_device(serial, adb_port)
+        self.serial = self.device.serial or ""
+        self.site_port = site_port
+        self.local_port = 0
+        self._pw: Playwright | None = None
+        self._browser: Browser | None = None
+
+    @property
+    def browser(self) -> Browser:
+        """Connect on first use: reverse the site port, forward DevTools, connect over CDP."""
+        if self._browser is None:
+            try:
+                self.device.reverse(f"tcp:{self.site_port}", f"tcp:{self.site_port}")
+                self.local_port = self.device.forward_port(DEVTOOLS_SOCKET)
+            except (adbutils.AdbError, OSError) as exc:
+                raise FarmError(f"{self.serial}: adb forward/reverse failed ({exc})") from None
+            endpoint = devtools_ws_url(self.local_port)
+            self._pw = sync_playwright().start()
+            try:
+                self._browser = self._pw.chromium.connect_over_cdp(endpoint, timeout=30000)
+            except Exception as exc:
+                self._pw.stop()
+                self._pw = None
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise FarmError(f"{self.serial}: cannot connect to Chrome over CDP: {first}") from None
+        return self._browser
+
+    def new_session(self) -> PageSession:
+        """A new tab with a clean cookie jar, sized and localised like the playwright backend."""
+        browser = self.browser
+        context = browser.contexts[0] if browser.contexts else browser.new_context()
+        context.clear_cookies()
+        page = context.new_page()
+        page.set_viewport_size(VIEWPORT)  # type: ignore[arg-type]
+        cdp = context.new_cdp_session(page)
+        cdp.send("Emulation.setLocaleOverride", {"locale": LOCALE})
+        cdp.send("Emulation.setTimezoneOverride", {"timezoneId": TIMEZONE})
+        return PageSession(self.name, page, page.close)
+
+    def close(self) -> None:
+        """Disconnect and remove the forwards this backend made."""
+        if self._browser is not None:
+            try:
+                self._browser.close()
+            finally:
+                self._browser = None
+        if self._pw is not None:
+            self._pw.stop()
+            self._pw = None
+        for undo in (lambda: self.device.forward_remove(f"tcp:{self.local_port}", raise_non_found=False),
+                     lambda: self.device.reverse_remove(f"tcp:{self.site_port}")):
+            try:
+                if self.local_port:
+                    undo()
+            except (adbutils.AdbError, OSError):
+                pass

@@ -1,0 +1,107 @@
+"""One run's turn as the runner sees it: every tool call goes through here, so event sequence,
+tool wall time, token sums and forbidden tools are recorded the same way for every policy."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict, JsonValue
+
+from farm.results.record import Tokens
+from web_bench.browser.contract import TOOLS_BY_NAME, BrowserSession, ToolResult
+from web_bench.results import TokenCounts, TurnStatus
+from web_bench.site.catalog import TaskInstance
+
+
+class Turn:
+    """Recorder and gatekeeper of one run; `t0` is when the prompt was sent."""
+
+    def __init__(self, session: BrowserSession, timeout_ms: int) -> None:
+        self.session = session
+        self.timeout_ms = timeout_ms
+        self.t0 = time.monotonic()
+        self.events: list[str] = ["turn/start"]
+        self.tool_wall_ms = 0.0
+        self.tool_calls = 0
+        self.tool_errors = 0
+        self.model_calls = 0
+        self.disallowed: list[str] = []
+        self.first_output_ms: float | None = None
+        self.tokens = TokenCounts()
+        self.cost_usd: float | None = None
+        self._cost_known = True
+
+    def elapsed_ms(self) -> float:
+        """Milliseconds since the prompt was sent."""
+        return (time.monotonic() - self.t0) * 1000
+
+    def expired(self) -> bool:
+        """Whether the run's time limit has passed."""
+        return self.elapsed_ms() >= self.timeout_ms
+
+    def event(self, kind: str) -> None:
+        """Record an event."""
+        self.events.append(kind)
+
+    def call_tool(self, name: str, arguments: Mapping[str, JsonValue]) -> ToolResult:
+        """Run a browser tool; a non-`browser_*` tool is refused, recorded and fails the run."""
+        self.tool_calls += 1
+        self.event("tool/call")
+        if name not in TOOLS_BY_NAME:
+            self.disallowed.append(name)
+            self.event("tool/refused")
+            return ToolResult(text=f"Error: tool {name!r} is not allowed; use only the browser_* tools",
+                              is_error=True)
+        started = time.monotonic()
+        result = self.session.call(name, arguments)
+        self.tool_wall_ms += (time.monotonic() - started) * 1000
+        if result.is_error:
+            self.tool_errors += 1
+        self.event("tool/error" if result.is_error else "tool/result")
+        return result
+
+    def model_reply(self, usage: Tokens, cost_usd: float | None, has_output: bool) -> None:
+        """Account one model response (tokens summed over steps; unknown cost stays unknown)."""
+        self.model_calls += 1
+        self.event("model/response")
+        if has_output and self.first_output_ms is None:
+            self.first_output_ms = self.elapsed_ms()
+        t = self.tokens
+
+        def add(total: int | None, part: int | None) -> int | None:
+            return total if part is None else (total or 0) + part
+
+        self.tokens = TokenCounts(
+            new_input=add(t.new_input, usage.input_new), cache_read=add(t.cache_read, usage.cache_read),
+            cache_write=add(t.cache_write, usage.cache_write), output=add(t.output, usage.output),
+        )
+        if cost_usd is None:
+            self._cost_known = False
+            self.cost_usd = None
+        elif self._cost_known:
+            self.cost_usd = (self.cost_usd or 0.0) + cost_usd
+
+
+class PolicyResult(BaseModel):
+    """How a policy's turn ended."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: TurnStatus
+    """completed, timeout, max_steps or error."""
+    answer: str | None = None
+    """Final answer text."""
+    error: str | None = None
+    """One-line error."""
+
+
+class Policy(Protocol):
+    """Chooses tool calls for a task until it answers."""
+
+    name: str
+
+    def run(self, instance: TaskInstance, prompt: str, turn: Turn) -> PolicyResult:
+        """Drive the turn; all tool calls through `turn.call_tool`."""
+        ...
