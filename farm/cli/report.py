@@ -1,9 +1,49 @@
-"""`farm` commands of this area (registered by farm.cli)."""
+"""`farm report` and `farm query`: aggregate runs, write reports, run SQL on the records."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 
 
+def report(
+    runs: list[str] = typer.Argument(..., help="Run id(s) under --runs-dir (two: paired comparison A B)."),
+    runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", help="Where run directories are."),
+    include_holdout: bool = typer.Option(False, "--include-holdout", help="Show holdout-pool results."),
+    overrides: list[Path] = typer.Option([], "--overrides", help="overrides.yaml with human re-judgements."),
+    out: Path | None = typer.Option(None, "--out", help="Directory for the reports (must not hold reports)."),
+) -> None:
+    """Aggregate run(s) into report.md, report.html, junit.xml and scores.csv."""
+    from farm.report.build import build_reports, resolve_run_dir
+
+    dirs = [resolve_run_dir(r, runs_dir) for r in runs]
+    for path in build_reports(dirs, include_holdout=include_holdout, overrides=overrides, out_dir=out):
+        print(path)
+
+
+def query(
+    sql: str = typer.Argument(..., help="SQL over the views records, runs, devices."),
+    runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", help="Where run directories are."),
+    run: list[str] = typer.Option([], "--run", help="Limit to these runs (default: all under --runs-dir)."),
+) -> None:
+    """Run SQL on the records of every run and print a table."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from farm.report.build import resolve_run_dir
+    from farm.results import duck
+
+    dirs = [resolve_run_dir(r, runs_dir) for r in run] if run else duck.run_dirs_under(runs_dir)
+    con = duck.connect(dirs)
+    names, rows = duck.query(con, sql)
+    table = Table(*names)
+    for row in rows:
+        table.add_row(*("" if v is None else str(v) for v in row))
+    Console(soft_wrap=True).print(table)
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the root app."""
+    app.command("report")(report)
+    app.command("query")(query)
