@@ -102,7 +102,9 @@ def plan(tasks: list[TaskName], seeds: list[int], trials: int, backends: list[Ba
             for task in tasks:
                 order = pair_order(task, seed, trial, backends)
                 runs.extend(
-                    PlannedRun(task=task, seed=seed, trial=trial, backend=b, order_in_pair=i + 1, first_backend=order[0])
+                    PlannedRun(
+                        task=task, seed=seed, trial=trial, backend=b, order_in_pair=i + 1, first_backend=order[0]
+                    )
                     for i, b in enumerate(order)
                 )
     return runs

@@ -38,7 +38,8 @@ class ModelPolicy:
             except ModelCallError as exc:
                 turn.event("model/error")
                 return PolicyResult(status="error", error=exc.line())
-            turn.model_reply(reply.usage, reply.cost_usd, bool(reply.text and reply.text.strip()) or bool(reply.tool_calls))
+            has_output = bool(reply.text and reply.text.strip()) or bool(reply.tool_calls)
+            turn.model_reply(reply.usage, reply.cost_usd, has_output)
             messages.append(reply.as_message())
             if not reply.tool_calls:
                 turn.event("assistant/text")
