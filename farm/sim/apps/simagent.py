@@ -1,0 +1,284 @@
+"""The simulated on-device agent: deterministic attempts and the `eval/<run>/` tree it writes.
+
+Nothing here operates a model: outcomes, durations and token counts are drawn from the profile's
+agent seed (+ run + task id) and pass rate, and every record says `execution: simulated`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from farm.sim.phone import PhoneState
+
+FAILURE_CATEGORIES = ("perception", "route", "barrier", "app_state")
+_ACTIONS = ("launch", "tap", "type", "swipe", "tap", "back", "tap", "read")
+
+
+@dataclass
+class EvalOptions:
+    """What `am instrument -e …` asked for."""
+
+    run: str
+    split: str | None = None
+    eval_set: str | None = None
+    tasks_path: str | None = None
+    price_in: float | None = None
+    price_out: float | None = None
+    price_cached: float | None = None
+    allow_irreversible: bool = False
+    channel: str | None = None
+    on_takeover: str = "cancel"
+    flags: str | None = None
+    learn_skills: bool = False
+    memory: bool = False
+    extras: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Attempt:
+    """One simulated task attempt."""
+
+    task: dict[str, Any]
+    record: dict[str, Any]
+    status: int
+    """Instrumentation status code: 0 passed, -2 failed, -3 ignored, -4 assumption failure."""
+    sim_seconds: float
+    reason: str = ""
+
+
+def task_directory(task: dict[str, Any]) -> str:
+    """The task-set directory of a bundled task (`directory`, else `category`)."""
+    return str(task.get("directory") or task.get("category") or "")
+
+
+def select(tasks: list[dict[str, Any]], opts: EvalOptions) -> list[dict[str, Any]]:
+    """evalSplit / evalSet filtering; without evalSet the special sets skills/ and memory/ are left out."""
+    out = []
+    for t in tasks:
+        d, tid = task_directory(t), str(t.get("id", ""))
+        if opts.split in ("tune", "holdout") and t.get("partition") != opts.split:
+            continue
+        if opts.eval_set:
+            p = opts.eval_set.rstrip("/")
+            if not (d == p or d.startswith(p + "/") or tid.startswith(p)):
+                continue
+        elif d.split("/")[0] in ("skills", "memory"):
+            continue
+        out.append(t)
+    return out
+
+
+def _signed_in(phone: PhoneState, files_dir: Path) -> set[str]:
+    names = set(phone.profile.signed_in)
+    try:
+        names |= {line.strip() for line in (files_dir / "eval" / "logged-in.txt").read_text().splitlines()}
+    except OSError:
+        pass
+    return names
+
+
+def _unmet(phone: PhoneState, task: dict[str, Any], signed_in: set[str]) -> str | None:
+    for req in task.get("requires") or []:
+        kind, _, value = str(req).partition(":")
+        if kind == "installed" and phone.profile.package(value) is None:
+            return f"未安装 {value}"
+        if kind in ("signedIn", "login", "site") and value not in signed_in:
+            return "未登录"
+    return None
+
+
+def attempt(phone: PhoneState, task: dict[str, Any], opts: EvalOptions, files_dir: Path) -> Attempt:
+    """Decide (deterministically) how the simulated agent does on `task`."""
+    agent = phone.profile.agent
+    tid = str(task.get("id", ""))
+    rng = random.Random(f"{agent.seed}:{opts.run}:{tid}")
+    expect = str(task.get("expect") or "succeeded")
+    irreversible = task_directory(task).split("/")[0] == "irreversible"
+    if irreversible and not opts.allow_irreversible:
+        return _skipped(task, opts, -3, "不可逆类题,未加 evalAllowIrreversible,未运行")
+    unmet = _unmet(phone, task, _signed_in(phone, files_dir))
+    if unmet:
+        return _skipped(task, opts, -4, unmet)
+    passed = rng.random() < agent.pass_rate
+    if passed:
+        outcome = expect
+    else:
+        outcome = {"succeeded": "failed", "failed": "succeeded", "confirmation": "failed",
+                   "takeover": "failed"}.get(expect, "failed")
+    sim_seconds = agent.task_seconds * (0.4 + 1.2 * rng.random())
+    steps = max(1, min(int(task.get("maxSteps") or 30), rng.randint(3, 18)))
+    inp, cached = rng.randint(4_000, 20_000) * steps // 4, rng.randint(0, 60_000) * steps // 4
+    tokens = {"input": inp, "cacheRead": cached, "cacheWrite": rng.randint(0, 4_000),
+              "output": rng.randint(200, 900) * steps}
+    cost = None
+    if opts.price_in is not None and opts.price_out is not None:
+        cached_price = opts.price_cached if opts.price_cached is not None else opts.price_in
+        cost = round((tokens["input"] * opts.price_in + tokens["cacheWrite"] * opts.price_in
+                      + tokens["cacheRead"] * cached_price + tokens["output"] * opts.price_out) / 1e6, 6)
+    total_ms = round(sim_seconds * 1000)
+    model_ms = round(total_ms * rng.uniform(0.55, 0.75))
+    screen_ms = round(total_ms * rng.uniform(0.08, 0.15))
+    action_ms = round(total_ms * rng.uniform(0.05, 0.12))
+    metrics = {"firstFeedbackMs": round(rng.uniform(800, 4000)), "roundTrips": steps, "modelMs": model_ms,
+               "screenReadMs": screen_ms, "actionMs": action_ms,
+               "otherMs": max(0, total_ms - model_ms - screen_ms - action_ms), "totalMs": total_ms}
+    marker = str(task.get("marker") or "").replace("{run}", opts.run)
+    reason = "" if passed else "模拟失败:未在步数内完成"
+    apps = [str(a) for a in task.get("apps") or []]
+    answer = _answer(task, passed, marker)
+    record: dict[str, Any] = {
+        "id": tid, "category": task_directory(task), "partition": task.get("partition"), "expect": expect,
+        "outcome": outcome, "passed": passed,
+        "checks": [{"type": str(c.get("type", "")), "passed": passed, "detail": "simulated"}
+                   for c in task.get("checks") or [] if isinstance(c, dict)],
+        "answer": answer, "reason": reason,
+        "failureCategory": None if passed else rng.choice(FAILURE_CATEGORIES),
+        "takeoverKind": "login" if outcome == "takeover" else None,
+        "steps": steps, "tokens": tokens, "costUsd": cost, "metrics": metrics,
+        "markers": [marker] if marker else [], "execution": "simulated",
+        "appPackage": apps[0] if apps else None,
+    }
+    return Attempt(task, record, 0 if passed else -2, sim_seconds, reason)
+
+
+def _answer(task: dict[str, Any], passed: bool, marker: str) -> str:
+    parts = ["(模拟)"]
+    if passed:
+        for check in task.get("checks") or []:
+            if isinstance(check, dict) and check.get("type") == "answer_contains":
+                text = check.get("text")
+                parts += [str(t) for t in text] if isinstance(text, list) else [str(text or "")]
+    if marker:
+        parts.append(marker)
+    return " ".join(p for p in parts if p)
+
+
+def _skipped(task: dict[str, Any], opts: EvalOptions, status: int, reason: str) -> Attempt:
+    record: dict[str, Any] = {
+        "id": str(task.get("id", "")), "category": task_directory(task), "partition": task.get("partition"),
+        "expect": task.get("expect"), "outcome": "skipped", "passed": False, "checks": [], "answer": None,
+        "reason": reason, "failureCategory": None, "takeoverKind": None, "steps": 0,
+        "tokens": {"input": None, "cacheRead": None, "cacheWrite": None, "output": None}, "costUsd": None,
+        "metrics": {k: None for k in ("firstFeedbackMs", "roundTrips", "modelMs", "screenReadMs", "actionMs",
+                                      "otherMs", "totalMs")},
+        "markers": [], "execution": "simulated", "appPackage": None,
+    }
+    return Attempt(task, record, status, 0.0, reason)
+
+
+class EvalTree:
+    """Writes `eval/<run>/` in the agent's external files dir as tasks finish."""
+
+    def __init__(self, phone: PhoneState, opts: EvalOptions) -> None:
+        self.phone = phone
+        self.opts = opts
+        pkg = phone.profile.agent.package
+        self.files_dir = phone.host_path(phone.external_files_dir(pkg))
+        self.dir = self.files_dir / "eval" / opts.run
+        self.dir.mkdir(parents=True, exist_ok=True)
+        (self.dir / "scores.jsonl").write_text("", encoding="utf-8")
+        self.records: list[dict[str, Any]] = []
+        self.clock = datetime.now(UTC)
+
+    def add(self, att: Attempt) -> None:
+        """Record one finished attempt: scores line, run transcript, metrics and summary."""
+        start = self.clock
+        self.clock = start + timedelta(seconds=att.sim_seconds)
+        rec = {**att.record, "startedAt": _iso(start), "endedAt": _iso(self.clock)}
+        self.records.append(rec)
+        with (self.dir / "scores.jsonl").open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        run_dir = self.dir / rec["id"] / "run"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        _atomic(run_dir / "steps.jsonl", "".join(json.dumps(s, ensure_ascii=False) + "\n"
+                                                  for s in self._steps(att, start)))
+        final = {**rec, "run": self.opts.run, "goal": att.task.get("goal"),
+                 "options": {"split": self.opts.split, "set": self.opts.eval_set, "channel": self.opts.channel,
+                             "onTakeover": self.opts.on_takeover, "flags": self.opts.flags,
+                             "learnSkills": self.opts.learn_skills, "memory": self.opts.memory}}
+        _atomic(run_dir / "final.json", json.dumps(final, ensure_ascii=False, indent=1))
+        _atomic(self.dir / "metrics.json", json.dumps({r["id"]: r["metrics"] for r in self.records},
+                                                       ensure_ascii=False, indent=1))
+        _atomic(self.dir / "summary.md", self.summary())
+
+    def _steps(self, att: Attempt, start: datetime) -> list[dict[str, Any]]:
+        rec = att.record
+        n = int(rec.get("steps") or 0)
+        rng = random.Random(f"steps:{rec['id']}:{self.opts.run}")
+        total = float(rec["metrics"].get("totalMs") or 0)
+        out = []
+        for i in range(n):
+            action = "answer" if i == n - 1 else _ACTIONS[i % len(_ACTIONS)]
+            screen = f"{rec['id']}:{i}:{rng.random()}"
+            out.append({
+                "step": i + 1, "at": _iso(start + timedelta(milliseconds=total * i / max(n, 1))),
+                "observation": {"digest": hashlib.sha256(screen.encode()).hexdigest()[:16],
+                                "chars": rng.randint(400, 4000)},
+                "action": {"type": action}, "result": "ok",
+                "timings": {"modelMs": round(total * 0.65 / max(n, 1)),
+                            "screenReadMs": round(total * 0.1 / max(n, 1)),
+                            "actionMs": round(total * 0.08 / max(n, 1))},
+                "execution": "simulated",
+            })
+        return out
+
+    def summary(self) -> str:
+        """`summary.md`: a row per task, 运行小结, markers to clean up, and an empty 人工改判."""
+        p, agent = self.phone.profile, self.phone.profile.agent
+        ran = [r for r in self.records if r["outcome"] != "skipped"]
+        lines = [
+            f"# 评测汇总 {self.opts.run}", "",
+            f"- 设备:{p.model}(Android {p.android_release})", f"- Agent:{agent.package} {agent.version_name}",
+            "- 执行:simulated(虚拟手机上的模拟 Agent,不是真实结果)",
+            f"- 选择:split={self.opts.split or 'all'},set={self.opts.eval_set or '全集'}",
+            f"- 通过:{sum(1 for r in ran if r['passed'])} / {len(ran)}(跳过 {len(self.records) - len(ran)})", "",
+            "| 题 id | 类别 | 池 | 期望 | 结局 | 通过 | 步数 | 原因 |", "|---|---|---|---|---|---|---|---|",
+        ]
+        for r in self.records:
+            lines.append(f"| {r['id']} | {r['category']} | {r['partition'] or ''} | {r['expect'] or ''} | "
+                         f"{r['outcome']} | {'是' if r['passed'] else '否'} | {r['steps']} | {r['reason'] or ''} |")
+        lines += ["", "## 运行小结", "",
+                  "| 题 id | 第一次反馈 ms | 来回次数 | 模型 ms | 读屏 ms | 操作 ms | 其他 ms | 总计 ms |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for r in self.records:
+            m = r["metrics"]
+            cells = [m.get(k) for k in ("firstFeedbackMs", "roundTrips", "modelMs", "screenReadMs", "actionMs",
+                                        "otherMs", "totalMs")]
+            lines.append(f"| {r['id']} | " + " | ".join("" if c is None else str(c) for c in cells) + " |")
+        markers = [m for r in self.records for m in r["markers"]]
+        lines += ["", "## 标记数据(需人工清理)", ""] + ([f"- {m}" for m in markers] or ["(无)"])
+        lines += ["", "## 人工改判", ""]
+        return "\n".join(lines) + "\n"
+
+    def make_hostile(self) -> None:
+        """Names a real eval tree must never contain (the puller has to refuse or contain them)."""
+        d = self.dir
+        for name, target in (("etc-link", "/etc"), ("up-link", "../../../../../../../../..")):
+            link = d / name
+            if not link.is_symlink():
+                os.symlink(target, link)
+        (d / "..\\..\\outside.txt").write_text("written with a backslash path\n", encoding="utf-8")
+        (d / "bad\nname.txt").write_text("newline in the name\n", encoding="utf-8")
+        dotdot = d / "dotdot-dir"
+        if not dotdot.is_symlink():
+            os.symlink("..", dotdot)
+        with (d / "huge.bin").open("wb") as fh:
+            fh.truncate(5 * 1024**3)
+
+
+def _iso(when: datetime) -> str:
+    return when.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
