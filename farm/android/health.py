@@ -1,0 +1,106 @@
+"""The health gate: boot completed, battery, storage, screen woken and keyguard dismissed."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from farm.android.devices import FoundPhone, shell
+from farm.config import HealthThresholds, InstrumentProfile
+
+if TYPE_CHECKING:
+    from adbutils import AdbDevice
+
+
+@dataclass
+class PhoneHealth:
+    """What the gate found on one phone."""
+
+    serial: str
+    server: str
+    state: str
+    ok: bool = False
+    reason: str | None = None
+    """Why the phone is left out (first failing condition)."""
+    model: str | None = None
+    android: str | None = None
+    battery: int | None = None
+    charging: bool | None = None
+    free_mb: int | None = None
+    agent_version: str | None = None
+
+
+def battery(text: str) -> tuple[int | None, bool]:
+    """(level, charging) from `dumpsys battery`."""
+    level = re.search(r"^\s*level:\s*(\d+)", text, re.MULTILINE)
+    powered = re.findall(r"^\s*(?:AC|USB|Wireless|Dock) powered:\s*(true|false)", text, re.MULTILINE)
+    status = re.search(r"^\s*status:\s*(\d+)", text, re.MULTILINE)
+    charging = "true" in powered or (status is not None and status.group(1) in ("2", "5"))
+    return (int(level.group(1)) if level else None), charging
+
+
+def free_mb(df_output: str) -> int | None:
+    """Available MB from `df -k <path>` (last data line, 1K blocks)."""
+    lines = [ln.split() for ln in df_output.strip().splitlines()[1:] if ln.strip()]
+    if not lines or len(lines[-1]) < 4:
+        return None
+    try:
+        return int(lines[-1][3]) // 1024
+    except ValueError:
+        return None
+
+
+def version_name(device: AdbDevice, package: str) -> str | None:
+    """versionName of an installed package, or None when it is not installed."""
+    out = shell(device, ["dumpsys", "package", package])
+    m = re.search(r"versionName=(\S+)", out)
+    return m.group(1) if m else None
+
+
+def check(phone: FoundPhone, limits: HealthThresholds, profile: InstrumentProfile | None) -> PhoneHealth:
+    """Run the gate on one phone, waking it and dismissing the keyguard on the way."""
+    from adbutils import AdbError
+
+    h = PhoneHealth(phone.serial, phone.server.address(), phone.state)
+    if phone.state != "device":
+        h.reason = f"adb state is {phone.state}" + (
+            " (accept the USB debugging prompt on the phone)" if phone.state == "unauthorized" else ""
+        )
+        return h
+    device = phone.device()
+    try:
+        h.model = shell(device, ["getprop", "ro.product.model"]).strip() or None
+        h.android = shell(device, ["getprop", "ro.build.version.release"]).strip() or None
+        if shell(device, ["getprop", "sys.boot_completed"]).strip() != "1":
+            h.reason = "boot not completed"
+            return h
+        h.battery, h.charging = battery(shell(device, ["dumpsys", "battery"]))
+        if h.battery is not None and h.battery < limits.min_battery_pct and not h.charging:
+            h.reason = f"battery {h.battery}% < {limits.min_battery_pct}% and not charging"
+            return h
+        h.free_mb = free_mb(shell(device, ["df", "-k", "/sdcard"]))
+        if h.free_mb is not None and h.free_mb < limits.min_free_storage_mb:
+            h.reason = f"free storage {h.free_mb} MB < {limits.min_free_storage_mb} MB"
+            return h
+        if limits.require_unlocked:
+            shell(device, ["input", "keyevent", "KEYCODE_WAKEUP"])
+            shell(device, ["wm", "dismiss-keyguard"])
+            power = shell(device, ["dumpsys", "power"])
+            if re.search(r"mWakefulness=(Asleep|Dozing)", power):
+                h.reason = "screen did not wake"
+                return h
+            window = shell(device, ["dumpsys", "window"])
+            if re.search(r"(mShowingLockscreen|isStatusBarKeyguard)=true", window):
+                h.reason = "keyguard still showing (a secure lock screen must be unlocked by hand)"
+                return h
+        if profile is not None:
+            h.agent_version = version_name(device, profile.package)
+            if h.agent_version is None:
+                h.reason = f"agent app {profile.package} not installed"
+                return h
+    except (AdbError, OSError) as exc:
+        h.reason = f"adb error during health check: {' '.join(str(exc).split())[:160]}"
+        return h
+    h.ok = True
+    return h
