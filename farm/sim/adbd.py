@@ -183,22 +183,26 @@ class AdbTransport:
         if self._closed:
             raise StreamClosed("transport closed")
         faults = self.phone.profile.faults
-        if data and faults.stall_after_bytes is not None and self._sent_bytes >= faults.stall_after_bytes:
-            await asyncio.Event().wait()  # stalled for good; control packets still flow
+        if data and command == A_WRTE and faults.stall_after_bytes is not None:
+            room = faults.stall_after_bytes - self._sent_bytes
+            if room < len(data):
+                if room > 0:
+                    await self.send(command, arg0, arg1, data[:room])
+                await asyncio.Event().wait()  # stalled for good; control packets still flow
         async with self._send_lock:
             if data and command == A_WRTE:
                 self._sent_bytes += len(data)
                 if faults.disconnect_after_bytes is not None and self._sent_bytes > faults.disconnect_after_bytes:
                     self.abort()
                     raise StreamClosed("link dropped (fault)")
+                if faults.slow_link_bps:
+                    await self._throttle(faults.slow_link_bps)
             self.writer.write(_packet(command, arg0, arg1, data, self.checksum))
-            if faults.slow_link_bps:
-                await self._throttle(faults.slow_link_bps)
             if self.writer.transport.get_write_buffer_size() > 4 * MAX_PAYLOAD:
                 await self.writer.drain()
 
     async def _throttle(self, bps: int) -> None:
-        # Pace the bytes sent so far against the configured rate since the link came up.
+        # Pace the bytes sent so far (this packet included) against the rate since the first WRTE.
         if not self._link_t0:
             self._link_t0 = time.monotonic()
         due = self._link_t0 + self._sent_bytes / bps
