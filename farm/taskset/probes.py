@@ -95,6 +95,8 @@ class ProbeSpec(BaseModel):
             raise ValueError("date only takes a +FORMAT argument (anything else could set the clock)")
         if program == "getprop" and len(args) > 1:
             raise ValueError("getprop takes at most one property name")
+        if program == "wm" and len(args) != 1:
+            raise ValueError("wm size|density takes no further argument (one would change the display)")
         return argv
 
     @model_validator(mode="after")

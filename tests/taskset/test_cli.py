@@ -1,0 +1,67 @@
+"""`farm tasks` commands through the console script and typer's runner."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from tests.helpers.taskset import TaskSetBuilder, tasks_cli
+
+FARM = Path(sys.executable).with_name("farm")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_shipped_task_set_passes() -> None:
+    proc = subprocess.run([str(FARM), "tasks", "check", "tasks/"], cwd=REPO, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "ok: " in proc.stdout
+
+
+def test_console_script_exit_2_on_violation(taskset: TaskSetBuilder) -> None:
+    path = taskset.edit("sys-3", id="sys-33")
+    proc = subprocess.run([str(FARM), "tasks", "check", str(taskset.root)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2
+    assert proc.stdout.splitlines()[0] == (f"{path}: id: id 'sys-33' differs from the file name 'sys-3' — "
+                                           "rename the file to sys-33.json or set id to 'sys-3'")
+    assert "Traceback" not in proc.stderr
+
+
+def test_missing_directory_is_one_line(tmp_path: Path) -> None:
+    proc = subprocess.run([str(FARM), "tasks", "check", str(tmp_path / "none")], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith(f"error: {tmp_path / 'none'}: task directory not found")
+    assert "Traceback" not in proc.stderr
+
+
+def test_list_filters_by_split_and_set(taskset: TaskSetBuilder) -> None:
+    result = CliRunner().invoke(tasks_cli(), ["tasks", "list", "--dir", str(taskset.root), "--split", "holdout",
+                                              "--set", "read/system"])
+    assert result.exit_code == 0, result.output
+    holdout = taskset.ids("read/system", "holdout")
+    tune = taskset.ids("read/system", "tune")
+    assert all(tid in result.output for tid in holdout)
+    assert not any(f" {tid} " in result.output for tid in tune)
+    assert f"{len(holdout)} task(s)" in result.output
+
+
+def test_list_refuses_unknown_split(taskset: TaskSetBuilder) -> None:
+    proc = subprocess.run([str(FARM), "tasks", "list", "--dir", str(taskset.root), "--split", "train"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "--split: 'train' is not a pool" in proc.stderr
+
+
+def test_show_prints_json_and_path(taskset: TaskSetBuilder) -> None:
+    result = CliRunner().invoke(tasks_cli(), ["tasks", "show", "write-2", "--dir", str(taskset.root)])
+    assert result.exit_code == 0, result.output
+    first, _, body = result.output.partition("\n")
+    assert first == f"# {taskset.path('write-2')}"
+    data = json.loads(body)
+    assert data["marker"] == "AF-{run}-w2" and data["checks"][0]["packageName"] == "{app:notes}"
