@@ -80,8 +80,10 @@ def test_unparameterised_probe_refuses_a_parameter() -> None:
 
 def test_parsers() -> None:
     catalogue = load_catalogue()
-    assert catalogue["battery_level"].parse("Current Battery Service state:\n  AC powered: false\n  level: 80\n") == "80"
-    assert catalogue["package_version"].parse("Packages:\n    versionCode=231 minSdk=24\n    versionName=2.3.1\n") == "2.3.1"
+    battery = "Current Battery Service state:\n  AC powered: false\n  level: 80\n"
+    assert catalogue["battery_level"].parse(battery) == "80"
+    package = "Packages:\n    versionCode=231 minSdk=24\n    versionName=2.3.1\n"
+    assert catalogue["package_version"].parse(package) == "2.3.1"
     assert catalogue["sdk_int"].parse("34\r\n") == "34"
     assert catalogue["storage_root"].parse("Alarms\nDCIM\n\nDownload\n") == "Alarms\nDCIM\nDownload"
     assert catalogue["date"].parse("2026-12-01\n") == "2026-12-01"
