@@ -92,9 +92,11 @@ class ModelClient(ABC):
                 failure = self._classify(exc)
                 if failure is None:
                     raise
-                if failure.retryable:
-                    raise _Transient(failure) from None
-                raise self._error(failure, attempts=retries + 1) from None
+            # Raised outside the handler so no SDK exception (which holds the request and its
+            # auth header) stays chained as __context__.
+            if failure.retryable:
+                raise _Transient(failure)
+            raise self._error(failure, attempts=retries + 1)
 
         def wait(state: RetryCallState) -> float:
             exc = state.outcome.exception() if state.outcome else None
@@ -124,10 +126,13 @@ class ModelClient(ABC):
             sleep=self._sleep,
             reraise=True,
         )
+        given_up: Failure | None = None
         try:
             reply = retrying(attempt)
         except _Transient as exc:
-            raise self._error(exc.failure, attempts=retries + 1) from None
+            given_up = exc.failure
+        if given_up is not None:
+            raise self._error(given_up, attempts=retries + 1)
         return ModelTurn(
             text=reply.text,
             tool_calls=reply.tool_calls,

@@ -19,6 +19,7 @@ ReasoningEffort = Literal["minimal", "low", "medium", "high"]
 
 DEFAULT_KEY_ENV: dict[str, str] = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SECRETISH = re.compile(r"key|token|secret|password|auth", re.IGNORECASE)
 
 # FARM_LLM_* variable -> LLMConfig field.
 ENV_FIELDS: dict[str, str] = {
@@ -51,7 +52,8 @@ class ModelPrice(BaseModel):
 class LLMConfig(BaseModel):
     """Which model to call and how. Holds no secret: `api_key_env` names the variable holding the key."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Validation errors never quote inputs: a key pasted into the wrong field must not reach a log.
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     provider: Provider
     """API family: `openai` (also any OpenAI-compatible endpoint via `base_url`) or `anthropic`."""
@@ -82,11 +84,22 @@ class LLMConfig(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _default_key_env(cls, data: object) -> object:
-        if isinstance(data, Mapping) and not data.get("api_key_env"):
+    def _defaults_and_redaction(cls, data: object) -> object:
+        if not isinstance(data, Mapping):
+            return data
+        data = dict(data)
+        # A parent model (farm.yaml) may print inputs in its errors: blank anything that may be a key
+        # before validation, so the error names the field but never quotes the secret.
+        for name in list(data):
+            if name not in cls.model_fields and _SECRETISH.search(str(name)):
+                data[name] = "<redacted>"
+        env_name = data.get("api_key_env")
+        if isinstance(env_name, str) and env_name and not _ENV_NAME.fullmatch(env_name):
+            data["api_key_env"] = "<redacted: not a variable name>"
+        if not data.get("api_key_env"):
             provider = data.get("provider")
             if isinstance(provider, str) and provider in DEFAULT_KEY_ENV:
-                return {**data, "api_key_env": DEFAULT_KEY_ENV[provider]}
+                data["api_key_env"] = DEFAULT_KEY_ENV[provider]
         return data
 
     @field_validator("api_key_env")

@@ -1,0 +1,119 @@
+"""Retries through the real SDKs: 429 with Retry-After, 5xx, timeouts, connection errors, give-up."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from farm.llm.client import ModelCallError
+from farm.llm.config import Provider
+from farm.llm.stub import ModelStub, StubReply
+from farm.llm.types import Message
+from tests.llm.conftest import MakeClient
+
+PROVIDERS: list[Provider] = ["openai", "anthropic"]
+
+
+def ask() -> list[Message]:
+    return [Message.user("hello")]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_429_with_retry_after_is_retried_and_the_wait_honoured(
+    provider: Provider, stub: ModelStub, client_for: MakeClient
+) -> None:
+    stub.script([StubReply.rate_limited(retry_after=0.2), StubReply(text="after the wait")])
+    turn = client_for(provider).complete(ask())
+    assert turn.text == "after the wait"
+    assert turn.retries == 1
+    # The recorded wait is the server's Retry-After, not the (much shorter) backoff of this client.
+    assert turn.retry_wait_ms == pytest.approx(200.0)
+    assert len(stub.requests) == 2
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_retry_after_is_capped(provider: Provider, stub: ModelStub, client_for: MakeClient) -> None:
+    stub.script([StubReply.rate_limited(retry_after=3600), StubReply(text="ok")])
+    turn = client_for(provider, retry_after_max_s=0.05).complete(ask())
+    assert turn.retries == 1
+    assert turn.retry_wait_ms == pytest.approx(50.0)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_500_then_success(provider: Provider, stub: ModelStub, client_for: MakeClient) -> None:
+    stub.script([StubReply.server_error(500), StubReply.server_error(503), StubReply(text="recovered")])
+    turn = client_for(provider).complete(ask())
+    assert turn.text == "recovered"
+    assert turn.retries == 2
+    assert turn.retry_wait_ms > 0
+    assert len(stub.requests) == 3
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_timeouts_are_retried_then_surface_as_an_error(
+    provider: Provider, stub: ModelStub, client_for: MakeClient
+) -> None:
+    stub.script([StubReply.slow(30.0), StubReply.slow(30.0), StubReply(text="never reached")])
+    client = client_for(provider, timeout_s=0.5, max_retries=1)
+    with pytest.raises(ModelCallError) as err:
+        client.complete(ask())
+    assert err.value.kind == "timeout"
+    assert err.value.attempts == 2
+    assert len(stub.requests) == 2
+    assert stub.pending == 1
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_rate_limit_past_max_retries_is_an_error(provider: Provider, stub: ModelStub, client_for: MakeClient) -> None:
+    stub.script([StubReply.rate_limited(retry_after=0.01)] * 3 + [StubReply(text="too late")])
+    with pytest.raises(ModelCallError) as err:
+        client_for(provider, max_retries=2).complete(ask())
+    assert err.value.kind == "rate_limit"
+    assert err.value.status == 429
+    assert err.value.attempts == 3
+    assert len(stub.requests) == 3
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_sdk_retries_are_disabled(provider: Provider, stub: ModelStub, client_for: MakeClient) -> None:
+    stub.script([StubReply.server_error(500), StubReply(text="the SDK must not fetch this")])
+    with pytest.raises(ModelCallError) as err:
+        client_for(provider, max_retries=0).complete(ask())
+    assert err.value.kind == "server"
+    assert len(stub.requests) == 1
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_client_errors_are_not_retried(provider: Provider, stub: ModelStub, client_for: MakeClient) -> None:
+    stub.script([StubReply(status=400, error_message="unknown model"), StubReply(text="unused")])
+    with pytest.raises(ModelCallError) as err:
+        client_for(provider).complete(ask())
+    assert err.value.kind == "client"
+    assert err.value.status == 400
+    assert "unknown model" in str(err.value)
+    assert len(stub.requests) == 1
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_connection_errors_are_retried_then_reported(provider: Provider, client_for: MakeClient) -> None:
+    port = _closed_port()
+    base = f"http://127.0.0.1:{port}" + ("/v1" if provider == "openai" else "")
+    with pytest.raises(ModelCallError) as err:
+        client_for(provider, base_url=base, max_retries=1).complete(ask())
+    assert err.value.kind == "connection"
+    assert err.value.attempts == 2
+
+
+def test_model_call_error_is_one_line(stub: ModelStub, client_for: MakeClient) -> None:
+    stub.script([StubReply(status=404, error_message="no such\nmodel")])
+    with pytest.raises(ModelCallError) as err:
+        client_for("openai").complete(ask())
+    assert "\n" not in str(err.value)
+    assert str(err.value).startswith("llm openai:openai-test-model: client (HTTP 404) after 1 attempt(s)")

@@ -1,0 +1,68 @@
+"""The stub itself: routing, recording, responders, under-scripting."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from farm.llm.client import ModelCallError
+from farm.llm.stub import ModelStub, StubReply
+from farm.llm.types import Message
+from tests.llm.conftest import MakeClient
+
+
+def test_responder_decides_when_the_script_is_empty(stub: ModelStub, client_for: MakeClient) -> None:
+    seen: list[int] = []
+
+    def policy(body: dict[str, Any]) -> StubReply:
+        seen.append(len(body["messages"]))
+        return StubReply(text=f"{len(body['messages'])} messages")
+
+    stub.responder = policy
+    stub.script([StubReply(text="scripted first")])
+    client = client_for("openai")
+    assert client.complete([Message.user("a")]).text == "scripted first"
+    assert client.complete([Message.user("a"), Message.user("b")]).text == "2 messages"
+    assert seen == [2]
+
+
+def test_default_reply_repeats(client_for: MakeClient, stub: ModelStub) -> None:
+    stub.default = StubReply(text="again")
+    client = client_for("anthropic")
+    assert [client.complete([Message.user("x")]).text for _ in range(3)] == ["again"] * 3
+
+
+def test_under_scripted_stub_fails_loudly(client_for: MakeClient) -> None:
+    with pytest.raises(ModelCallError, match="no scripted reply left"):
+        client_for("openai").complete([Message.user("x")])
+
+
+def test_requests_are_recorded_in_order_with_provider(stub: ModelStub, client_for: MakeClient) -> None:
+    stub.script([StubReply(text="1"), StubReply(text="2")])
+    client_for("openai").complete([Message.user("first")])
+    client_for("anthropic").complete([Message.user("second")])
+    assert [(r.provider, r.path) for r in stub.requests] == [
+        ("openai", "/v1/chat/completions"),
+        ("anthropic", "/v1/messages"),
+    ]
+    assert stub.requests[0].body["messages"][0]["content"] == "first"
+    assert stub.requests[1].body["messages"][0]["content"] == [{"type": "text", "text": "second"}]
+
+
+def test_unknown_route_is_404(stub: ModelStub) -> None:
+    response = httpx.post(f"{stub.base_url_openai}/embeddings", json={}, timeout=10)
+    assert response.status_code == 404
+    assert stub.requests == []
+
+
+def test_stop_interrupts_a_slow_reply() -> None:
+    stub = ModelStub().start()
+    stub.script([StubReply.slow(60.0)])
+    with pytest.raises(httpx.HTTPError):
+        with httpx.Client(timeout=30) as http:
+            import threading
+
+            threading.Timer(0.3, stub.stop).start()
+            http.post(f"{stub.base_url_openai}/chat/completions", json={"model": "m", "messages": []})
