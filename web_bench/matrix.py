@@ -96,7 +96,7 @@ def plan(tasks: list[TaskName], seeds: list[int], trials: int, backends: list[Ba
     """Every run, pair by pair."""
     if trials < 1:
         raise FarmError(f"--trials: must be at least 1, got {trials}")
-    runs = []
+    runs: list[PlannedRun] = []
     for trial in range(1, trials + 1):
         for seed in seeds:
             for task in tasks:

@@ -1,9 +1,133 @@
-"""`farm` commands of this area (registered by farm.cli)."""
+"""`farm web …`: the local task site, the paired browser-backend runner, its report and a probe."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from web_bench.results import WebRun
+
+web_app = typer.Typer(
+    name="web",
+    help="Deterministic 127.0.0.1 task site and the paired playwright / android-chrome benchmark.",
+    no_args_is_help=True,
+)
+console = Console(highlight=False)
+
+
+@web_app.command("serve")
+def serve(port: int = typer.Option(8765, "--port", help="Port on 127.0.0.1 (0 = any free port).")) -> None:
+    """Serve the task site on 127.0.0.1 until interrupted."""
+    from web_bench.site.server import SiteServer
+
+    server = SiteServer(port)
+    server.start()
+    console.print(f"task site on {server.base_url} (Ctrl-C to stop)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        server.stop()
+
+
+@web_app.command("run")
+def run(
+    tasks: str = typer.Option("", "--tasks", help="Comma-separated task names (default: all six)."),
+    seeds: str = typer.Option("1-5", "--seeds", help="Seeds, e.g. 1-5 or 1,4,9."),
+    trials: int = typer.Option(1, "--trials", help="Trials per (task, seed)."),
+    backends: str = typer.Option("playwright,android-chrome", "--backends", help="Backends to compare."),
+    timeout_ms: int = typer.Option(120000, "--timeout-ms", help="Time limit per run."),
+    policy: str = typer.Option("model", "--policy", help="model | scripted (no model)."),
+    provider: str | None = typer.Option(None, "--provider", help="openai | anthropic (else FARM_LLM_PROVIDER)."),
+    model: str | None = typer.Option(None, "--model", help="Model name (else FARM_LLM_MODEL)."),
+    reasoning_effort: str | None = typer.Option(None, "--reasoning-effort", help="Reasoning effort."),
+    output: Path | None = typer.Option(None, "--output", help="New JSONL file (default runs/<id>/web/results.jsonl)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the run matrix and exit."),
+    smoke: bool = typer.Option(False, "--smoke", help="One seed of every task."),
+    run_id: str | None = typer.Option(None, "--run-id", help="Run id (joins runs/<id>/ when it exists)."),
+    runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", help="Where run directories live."),
+    serial: str | None = typer.Option(None, "--serial", help="Phone for android-chrome (default: the only one)."),
+    chromium: str | None = typer.Option(None, "--chromium", help="Chromium executable (default /usr/bin/chromium)."),
+) -> None:
+    """Run tasks × seeds × trials on every backend, pair by pair; append one JSON line per run."""
+    from farm.errors import FarmError
+    from web_bench.lane import ModelChoice, default_run_id, run_lane
+    from web_bench.matrix import parse_backends, parse_seeds, parse_tasks, plan
+
+    if policy not in ("model", "scripted"):
+        raise FarmError(f"--policy: unknown policy {policy!r}", hint="use model or scripted")
+    task_list = parse_tasks(tasks)
+    seed_list = parse_seeds(seeds)[:1] if smoke else parse_seeds(seeds)
+    matrix = plan(task_list, seed_list, 1 if smoke else trials, parse_backends(backends))
+    if dry_run:
+        table = Table("#", "pair", "backend", "order")
+        for n, planned in enumerate(matrix, start=1):
+            table.add_row(str(n), planned.pair_id, planned.backend, str(planned.order_in_pair))
+        console.print(table)
+        console.print(f"{len(matrix)} runs")
+        return
+    rid = run_id or default_run_id()
+
+    def show(run: WebRun) -> None:
+        why = escape(run.error or run.validation.detail)
+        mark = "[green]ok[/]" if run.success else f"[red]FAIL[/] {run.status} {why}"
+        console.print(f"{run.pair_id:<28} {run.backend:<15} {run.timings.completion_ms:>9.0f} ms  {mark}")
+
+    results, report = run_lane(
+        matrix, run_id=rid, runs_dir=runs_dir, output=output, policy_kind="model" if policy == "model" else "scripted",
+        choice=ModelChoice(provider=provider, model=model, reasoning_effort=reasoning_effort),
+        timeout_ms=timeout_ms, chromium=chromium, serial=serial, on_run=show,
+    )
+    console.print(f"results: {results}\nreport:  {report}")
+
+
+@web_app.command("report")
+def report(
+    file: Path | None = typer.Argument(None, help="Results JSONL (default: the newest under runs/*/web/)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the numbers as one JSON object."),
+    runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", help="Where run directories live."),
+) -> None:
+    """Report a results file: success first, then latency, pairs, penalty, intervals, tokens."""
+    from farm.errors import FarmError
+    from web_bench.report import report_file, to_markdown
+
+    if file is None:
+        found = sorted(runs_dir.glob("*/web/*.jsonl"), key=lambda p: p.stat().st_mtime)
+        if not found:
+            raise FarmError(f"{runs_dir}: no web results found", hint="pass the JSONL file")
+        file = found[-1]
+    rep = report_file(file)
+    if as_json:
+        print(rep.model_dump_json(by_alias=True, indent=2))
+    else:
+        print(to_markdown(rep), end="")
+
+
+@web_app.command("probe")
+def probe(
+    backends: str = typer.Option("playwright,android-chrome", "--backends", help="Backends to probe."),
+    serial: str | None = typer.Option(None, "--serial", help="Phone for android-chrome."),
+    chromium: str | None = typer.Option(None, "--chromium", help="Chromium executable."),
+) -> None:
+    """No model: each backend navigates, snapshots and clicks on the task site."""
+    from farm.errors import FarmError
+    from web_bench.matrix import parse_backends
+    from web_bench.probe import probe as run_probe
+
+    results = run_probe(parse_backends(backends), chromium=chromium, serial=serial)
+    for r in results:
+        mark = "[green]OK[/]" if r.ok else "[red]FAIL[/]"
+        console.print(f"{r.backend:<15} {mark} {r.elapsed_ms:>8.0f} ms  {escape(r.detail)}")
+    failed = [r.backend for r in results if not r.ok]
+    if failed:
+        raise FarmError(f"probe failed on {', '.join(failed)}", hint="see the lines above")
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the root app."""
+    """Add the `web` sub-app to the root app."""
+    app.add_typer(web_app, name="web")

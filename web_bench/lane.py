@@ -1,0 +1,161 @@
+"""`farm web run` and `farm web probe` as library calls: set up the site, the backends and the
+policy, join the run manifest, append results, write the report."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, JsonValue
+
+from farm.errors import FarmError
+from farm.fsutil import create_new_text
+from farm.manifest import (
+    LaneEntry,
+    Manifest,
+    add_lane,
+    code_fingerprint,
+    create_run_dir,
+    load,
+    manifest_path,
+    save,
+    utc_now,
+)
+from web_bench.browser.contract import BackendName, BrowserBackend
+from web_bench.matrix import PlannedRun
+from web_bench.report import report_file, to_markdown
+from web_bench.results import PolicyName, WebRun, append_run
+from web_bench.runner import RunContext, run_matrix
+from web_bench.site.catalog import SUITE_VERSION
+from web_bench.site.server import SiteServer
+from web_bench.turn import Policy
+
+
+class ModelChoice(BaseModel):
+    """Model selection for the model policy (applied identically to both backends)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    provider: str | None = None
+    """openai | anthropic (else FARM_LLM_PROVIDER)."""
+    model: str | None = None
+    """Model name (else FARM_LLM_MODEL)."""
+    reasoning_effort: str | None = None
+    """Reasoning effort (else FARM_LLM_REASONING_EFFORT)."""
+
+
+def default_run_id() -> str:
+    """`web-YYYYmmddTHHMMSSZ`."""
+    return "web-" + dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+@contextmanager
+def open_backends(
+    names: list[BackendName], site: SiteServer, *, chromium: str | None = None, serial: str | None = None,
+) -> Iterator[dict[BackendName, BrowserBackend]]:
+    """Backends by name, closed on exit (android-chrome needs a phone on the adb server)."""
+    with ExitStack() as stack:
+        backends: dict[BackendName, BrowserBackend] = {}
+        for name in names:
+            if name == "playwright":
+                from web_bench.browser.playwright_backend import PlaywrightBackend
+
+                backend: BrowserBackend = PlaywrightBackend(chromium)
+            else:
+                from web_bench.browser.android_chrome import AndroidChromeBackend
+
+                backend = AndroidChromeBackend(site.port, serial)
+            stack.callback(backend.close)
+            backends[name] = backend
+        yield backends
+
+
+def make_policy(kind: PolicyName, choice: ModelChoice, stack: ExitStack) -> Policy:
+    """The scripted policy, or the model policy with a farm.llm client (closed with `stack`)."""
+    if kind == "scripted":
+        from web_bench.scripted import ScriptedPolicy
+
+        return ScriptedPolicy()
+    from farm.llm.client import make_client
+    from farm.llm.config import LLMConfig
+    from web_bench.model_policy import ModelPolicy
+
+    cfg = LLMConfig.from_env(
+        {"provider": choice.provider, "model": choice.model, "reasoning_effort": choice.reasoning_effort}
+    )
+    client = make_client(cfg)
+    stack.callback(client.close)
+    return ModelPolicy(client)
+
+
+def _join_manifest(runs_dir: Path, run_id: str, outputs: list[str], detail: dict[str, JsonValue]) -> tuple[Path, bool]:
+    run_dir = runs_dir / run_id
+    entry = LaneEntry(lane="web", outputs=outputs, detail=detail)
+    if manifest_path(run_dir).exists():
+        add_lane(run_dir, entry)
+        return run_dir, False
+    manifest = Manifest(run_id=run_id, created_at=utc_now(), command=list(sys.argv), code=code_fingerprint(),
+                        lanes=[entry])
+    return create_run_dir(runs_dir, manifest), True
+
+
+def _relative(path: Path, base: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(base.resolve()))
+    except ValueError:
+        return str(path.resolve())
+
+
+def run_lane(
+    runs: list[PlannedRun], *, run_id: str, runs_dir: Path, output: Path | None, policy_kind: PolicyName,
+    choice: ModelChoice, timeout_ms: int, chromium: str | None = None, serial: str | None = None,
+    on_run: Callable[[WebRun], None] = lambda _: None, policy: Policy | None = None,
+) -> tuple[Path, Path]:
+    """Run the matrix; returns (results JSONL, report Markdown). Refuses an existing output."""
+    if timeout_ms <= 0:
+        raise FarmError(f"--timeout-ms: must be positive, got {timeout_ms}")
+    results = output or runs_dir / run_id / "web" / "results.jsonl"
+    if results.exists():
+        raise FarmError(f"{results}: output already exists",
+                        hint="pass a new --output; results of different runs are never appended together")
+    report_path = results.with_suffix(".report.md")
+    backend_names = list(dict.fromkeys(r.backend for r in runs))
+    with ExitStack() as stack:
+        site = stack.enter_context(SiteServer())
+        backends = stack.enter_context(open_backends(backend_names, site, chromium=chromium, serial=serial))
+        active_policy = policy or make_policy(policy_kind, choice, stack)
+        run_dir, created = _join_manifest(
+            runs_dir, run_id, [],
+            {"suiteVersion": SUITE_VERSION, "policy": policy_kind, "backends": list(backend_names),
+             "timeoutMs": timeout_ms, "runs": len(runs), "model": choice.model, "provider": choice.provider},
+        )
+        results.parent.mkdir(parents=True, exist_ok=True)
+        create_new_text(results, "", what="results file")
+        add_lane(run_dir, LaneEntry(lane="web", outputs=[_relative(results, run_dir), _relative(report_path, run_dir)]))
+        devices: dict[str, str] = {
+            name: str(serial_of) for name, b in backends.items() if (serial_of := getattr(b, "serial", None))
+        }
+        ctx = RunContext(run_id=run_id, site_url=site.base_url, policy=active_policy, policy_name=policy_kind,
+                         timeout_ms=timeout_ms, provider=choice.provider, model=choice.model,
+                         reasoning_effort=choice.reasoning_effort, devices=devices)
+
+        def record(run: WebRun) -> None:
+            append_run(results, run)
+            on_run(run)
+
+        finished = False
+        try:
+            run_matrix(runs, backends, ctx, record)
+            finished = True
+        finally:
+            if created:
+                manifest = load(run_dir)
+                manifest.finished_at = utc_now()
+                manifest.status = "finished" if finished else "failed"
+                save(run_dir, manifest)
+    if results.stat().st_size:
+        create_new_text(report_path, to_markdown(report_file(results)), what="report")
+    return results, report_path
