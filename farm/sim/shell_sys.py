@@ -85,7 +85,10 @@ def _date(sh: Shell, args: list[str]) -> int:
     utc = "-u" in args
     fmt = next((a[1:] for a in args if a.startswith("+")), "%a %b %e %H:%M:%S %Z %Y")
     now = _now(sh, utc)
-    text = now.strftime(fmt.replace("%N", f"{now.microsecond * 1000:09d}"))
+    # %s and %N are GNU/toybox extensions that strftime would get wrong for an aware time.
+    fmt = fmt.replace("%%", "\0").replace("%s", str(int(now.timestamp())))
+    fmt = fmt.replace("%N", f"{now.microsecond * 1000:09d}").replace("\0", "%%")
+    text = now.strftime(fmt)
     sh.out(text + "\n")
     return 0
 
