@@ -7,6 +7,7 @@ only through the callbacks a node carries (taps), the focused field (text, del, 
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -292,7 +293,7 @@ class App:
         try:
             return json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            return default
+            return copy.deepcopy(default)
 
     def save(self, name: str, value: Any) -> None:
         """Persist a JSON value (atomically: write a temp file, then rename)."""

@@ -57,6 +57,8 @@ def evaluate(formula: str) -> Fraction:
             else:
                 ops.append(op)
                 values.append(operand)
+    except CalcError:
+        raise
     except (ValueError, IndexError, ZeroDivisionError) as exc:
         raise CalcError("格式错误") from exc
     total = values[0]

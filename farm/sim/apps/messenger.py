@@ -50,8 +50,8 @@ class MessengerApp(App):
 
     def messages(self) -> dict[str, list[dict[str, Any]]]:
         """Every conversation's messages, oldest first."""
-        stored = self.load("messages", {})
-        return {c["id"]: stored.get(c["id"], DEFAULT_MESSAGES.get(c["id"], [])) for c in CONVERSATIONS}
+        stored = self.load("messages", DEFAULT_MESSAGES)
+        return {c["id"]: list(stored.get(c["id"], [])) for c in CONVERSATIONS}
 
     def name(self, conv: str | None) -> str:
         return next((c["name"] for c in CONVERSATIONS if c["id"] == conv), "")

@@ -1,0 +1,232 @@
+"""The simulated apps change state only through taps, text and keys, and keep what they save."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from farm.sim.apps.calculator import evaluate, format_number
+from farm.sim.profile import default_profile
+from tests.helpers.sim_apps import find, make_phone, nodes, tap, tap_keys, texts
+
+CALC = "com.android.calculator2"
+NOTES = "dev.agentfarm.notes"
+CLOCK = "com.android.deskclock"
+SHOP = "dev.agentfarm.shop"
+MSG = "dev.agentfarm.messenger"
+
+
+def test_launcher_shows_an_icon_per_launchable_app(tmp_path: Path) -> None:
+    ui = make_phone(tmp_path).ui
+    icons = {n.text for n in nodes(ui) if n.rid == "com.android.launcher3:id/icon"}
+    expected = {p.label for p in ui.phone.profile.packages if p.launcher_activity}
+    assert icons == expected
+
+
+def test_tapping_a_launcher_icon_opens_the_app(tmp_path: Path) -> None:
+    ui = make_phone(tmp_path).ui
+    tap(ui, text="Calculator")
+    assert ui.foreground() == (CALC, f"{CALC}.Calculator")
+
+
+def test_calculator_multiplies_by_taps(tmp_path: Path) -> None:
+    ui = make_phone(tmp_path).ui
+    ui.launch(CALC)
+    tap_keys(ui, "123×456=")
+    assert find(ui, rid=f"{CALC}:id/result").text == "56088"
+    assert find(ui, rid=f"{CALC}:id/formula").text == "123×456"
+
+
+def test_calculator_precedence_and_division() -> None:
+    assert format_number(evaluate("2+3×4")) == "14"
+    assert format_number(evaluate("10÷4")) == "2.5"
+    assert format_number(evaluate("1÷3")) == "0.333333333333"
+    assert format_number(evaluate("5−8")) == "−3"
+
+
+def test_calculator_divide_by_zero_shows_message(tmp_path: Path) -> None:
+    ui = make_phone(tmp_path).ui
+    ui.launch(CALC)
+    tap_keys(ui, "7÷0=")
+    assert find(ui, rid=f"{CALC}:id/result").text == "不能除以 0"
+
+
+def test_calculator_clear_resets(tmp_path: Path) -> None:
+    ui = make_phone(tmp_path).ui
+    ui.launch(CALC)
+    tap_keys(ui, "9+1=C")
+    assert find(ui, rid=f"{CALC}:id/result").text == ""
+    assert find(ui, rid=f"{CALC}:id/formula").text == ""
+
+
+def test_notes_saved_note_survives_force_stop(tmp_path: Path) -> None:
+    ui = make_phone(tmp_path).ui
+    ui.launch(NOTES)
+    tap(ui, desc="新建笔记")
+    ui.input_text("买牛奶 marker-R1-7")
+    tap(ui, text="保存")
+    ui.force_stop(NOTES)
+    ui.launch(NOTES)
+    assert find(ui, rid=f"{NOTES}:id/note_text").text == "买牛奶 marker-R1-7"
+
+
+def test_notes_back_discards_unsaved_text(tmp_path: Path) -> None:
+    ui = make_phone(tmp_path).ui
+    ui.launch(NOTES)
+    tap(ui, desc="新建笔记")
+    ui.input_text("never saved")
+    ui.key("back")
+    assert "never saved" not in texts(ui)
+    assert "还没有笔记" in texts(ui)
+
+
+def test_clock_add_alarm_with_label_persists(tmp_path: Path) -> None:
+    ui = make_phone(tmp_path).ui
+    ui.launch(CLOCK)
+    tap(ui, desc="添加闹钟")
+    ui.input_text("6:45")
+    tap(ui, rid=f"{CLOCK}:id/edit_label")
+    ui.input_text("晨跑")
+    tap(ui, text="保存")
+    ui.force_stop(CLOCK)
+    ui.launch(CLOCK)
+    shown = texts(ui)
+    assert "06:45" in shown and "晨跑" in shown
+
+
+def test_clock_rejects_invalid_time(tmp_path: Path) -> None:
+    ui = make_phone(tmp_path).ui
+    ui.launch(CLOCK)
+    tap(ui, desc="添加闹钟")
+    ui.input_text("25:99")
+    tap(ui, text="保存")
+    assert ui.foreground()[1].endswith("AlarmEditActivity")
+    assert ui.last_toast is not None and "有效的时间" in ui.last_toast
+
+
+def test_contacts_new_contact_is_saved(tmp_path: Path) -> None:
+    ui = make_phone(tmp_path).ui
+    ui.launch("com.android.contacts")
+    tap(ui, desc="新建联系人")
+    ui.input_text("赵六")
+    tap(ui, rid="com.android.contacts:id/phone")
+    ui.input_text("186 1234 5678")
+    tap(ui, text="保存")
+    ui.force_stop("com.android.contacts")
+    ui.launch("com.android.contacts")
+    assert "赵六" in texts(ui)
+
+
+def test_files_lists_real_storage_and_creates_folder(tmp_path: Path) -> None:
+    phone = make_phone(tmp_path)
+    (phone.host_path("/sdcard/Download") / "report.pdf").write_bytes(b"%PDF")
+    ui = phone.ui
+    ui.launch("com.android.documentsui")
+    assert {"Download", "DCIM", "Android"} <= set(texts(ui))
+    tap(ui, text="新建文件夹")
+    ui.input_text("Trip-R1")
+    tap(ui, text="确定")
+    assert phone.host_path("/sdcard/Trip-R1").is_dir()
+    assert "Trip-R1" in texts(ui)
+    tap(ui, text="Download")
+    assert "report.pdf" in texts(ui)
+
+
+def test_shop_lists_products_with_prices(tmp_path: Path) -> None:
+    ui = make_phone(tmp_path).ui
+    ui.launch(SHOP)
+    names = [n.text for n in nodes(ui) if n.rid == f"{SHOP}:id/product_name"]
+    prices = [n.text for n in nodes(ui) if n.rid == f"{SHOP}:id/product_price"]
+    assert names and len(names) == len(prices)
+    assert all(p.startswith("¥") for p in prices)
+
+
+def test_shop_orders_are_behind_a_login_wall(tmp_path: Path) -> None:
+    ui = make_phone(tmp_path).ui
+    ui.launch(SHOP)
+    tap(ui, text="我的订单")
+    shown = texts(ui)
+    assert "登录" in shown and "账号" in shown and "密码" in shown and "验证码" in shown
+    tap(ui, rid=f"{SHOP}:id/account")
+    ui.input_text("user")
+    tap(ui, rid=f"{SHOP}:id/captcha")
+    ui.input_text("1234")
+    tap(ui, rid=f"{SHOP}:id/login")
+    assert ui.foreground()[1].endswith("LoginActivity")
+
+
+def test_shop_signed_in_profile_sees_orders(tmp_path: Path) -> None:
+    profile = default_profile()
+    profile.signed_in.append(SHOP)
+    ui = make_phone(tmp_path, profile).ui
+    ui.launch(SHOP)
+    tap(ui, text="我的订单")
+    assert "暂无订单" in texts(ui)
+
+
+def test_messenger_send_shows_confirmation_card_first(tmp_path: Path) -> None:
+    ui = make_phone(tmp_path).ui
+    ui.launch(MSG)
+    tap(ui, text="文件传输助手")
+    ui.input_text("hello R1")
+    tap(ui, rid=f"{MSG}:id/send")
+    assert find(ui, rid=f"{MSG}:id/confirm_action").text == "操作:发送消息"
+    assert find(ui, rid=f"{MSG}:id/confirm_target").text == "对象:文件传输助手"
+    assert find(ui, rid=f"{MSG}:id/confirm_content").text == "内容:hello R1"
+    assert not any(n.rid == f"{MSG}:id/msg_text" and n.text == "hello R1" for n in nodes(ui))
+    tap(ui, rid=f"{MSG}:id/confirm_ok")
+    assert any(n.rid == f"{MSG}:id/msg_text" and n.text == "hello R1" for n in nodes(ui))
+
+
+def test_messenger_cancel_does_not_send(tmp_path: Path) -> None:
+    ui = make_phone(tmp_path).ui
+    ui.launch(MSG)
+    tap(ui, text="文件传输助手")
+    ui.input_text("draft")
+    tap(ui, rid=f"{MSG}:id/send")
+    tap(ui, rid=f"{MSG}:id/confirm_cancel")
+    ui.force_stop(MSG)
+    ui.launch(MSG)
+    tap(ui, text="文件传输助手")
+    assert [n.text for n in nodes(ui) if n.rid == f"{MSG}:id/msg_text"] == []
+
+
+def test_settings_about_phone_shows_profile_model_and_release(tmp_path: Path) -> None:
+    profile = default_profile()
+    profile.model, profile.android_release = "Galaxy S23", "13"
+    ui = make_phone(tmp_path, profile).ui
+    ui.launch("com.android.settings")
+    tap(ui, text="关于手机")
+    shown = texts(ui)
+    assert "Galaxy S23" in shown and "13" in shown and "Android 版本" in shown
+
+
+def test_settings_toggle_writes_the_settings_table(tmp_path: Path) -> None:
+    phone = make_phone(tmp_path)
+    ui = phone.ui
+    ui.launch("com.android.settings")
+    tap(ui, text="已连接的设备")
+    before = phone.settings["global"]["bluetooth_on"]
+    tap(ui, text="蓝牙")
+    assert phone.settings["global"]["bluetooth_on"] != before
+    assert find(ui, text="蓝牙").checked is (phone.settings["global"]["bluetooth_on"] == "1")
+
+
+def test_browser_shows_url_and_no_network(tmp_path: Path) -> None:
+    ui = make_phone(tmp_path).ui
+    ui.launch("dev.agentfarm.browser")
+    tap(ui, rid="dev.agentfarm.browser:id/url_bar")
+    ui.input_text("example.com")
+    ui.key("enter")
+    assert find(ui, rid="dev.agentfarm.browser:id/url_bar").text == "https://example.com"
+    assert "无法访问此网站" in texts(ui)
+
+
+def test_calendar_new_event_is_listed(tmp_path: Path) -> None:
+    ui = make_phone(tmp_path).ui
+    ui.launch("com.android.calendar")
+    tap(ui, desc="新建活动")
+    ui.input_text("牙医")
+    tap(ui, rid="com.android.calendar:id/when")
+    ui.input_text("2026-12-03 9:30")
+    tap(ui, text="保存")
+    assert "2026-12-03 09:30  牙医" in texts(ui)
