@@ -106,6 +106,8 @@ class RunResult(BaseModel):
                 f"success took {self.duration_ms()} ms, over the {BUDGET_SECONDS} s budget; "
                 "a run past the budget is failed with reason=timeout"
             )
+        if self.status == "failed" and self.duration_ms() > BUDGET_SECONDS * 1000 and self.reason.strip() != "timeout":
+            warnings.append(f"failed run past the {BUDGET_SECONDS} s budget; a timeout is recorded with reason=timeout")
         if self.actions > BUDGET_ACTIONS:
             warnings.append(f"{self.actions} actions exceed the {BUDGET_ACTIONS}-action budget")
         return warnings

@@ -164,3 +164,21 @@ def test_record_warns_about_a_success_past_the_budget(tmp_path: Path) -> None:
     outcome = farm("desktop", "record", b0, "calculator-add/1", result, directory / "b1.json")
     assert outcome.code == 0
     assert "over the 180 s budget" in outcome.stderr
+
+
+def test_record_refuses_a_missing_result_file(tmp_path: Path) -> None:
+    directory, b0 = planned_batch(tmp_path)
+    outcome = farm("desktop", "record", b0, "calculator-add/1", directory / "none.json", directory / "b1.json")
+    assert outcome.code == 2 and "result not found" in outcome.stderr
+    assert not (directory / "b1.json").exists()
+
+
+def test_record_refuses_an_output_inside_a_git_work_tree(tmp_path: Path) -> None:
+    directory, b0 = planned_batch(tmp_path)
+    checkout = tmp_path / "checkout"
+    (checkout / ".git").mkdir(parents=True)
+    outcome = farm(
+        "desktop", "record", b0, "calculator-add/1", write_result(directory / "r.json"), checkout / "b1.json"
+    )
+    assert outcome.code == 2 and "inside the git work tree" in outcome.stderr
+    assert not (checkout / "b1.json").exists()
