@@ -56,9 +56,7 @@ def test_malformed_tool_arguments_are_kept_raw(provider: Provider, stub: ModelSt
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_tools_are_offered_in_the_provider_format(
-    provider: Provider, stub: ModelStub, client_for: MakeClient
-) -> None:
+def test_tools_are_offered_in_the_provider_format(provider: Provider, stub: ModelStub, client_for: MakeClient) -> None:
     stub.script([StubReply(text="ok")])
     client_for(provider).complete(convo(), [TAP])
     tools = stub.requests[0].body["tools"]

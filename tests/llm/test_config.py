@@ -82,7 +82,9 @@ def test_key_pasted_into_api_key_env_is_refused_without_echoing_it() -> None:
         LLMConfig(provider="openai", model="m", api_key_env=CANARY_KEY)
     assert CANARY_KEY not in str(err.value)
     with pytest.raises(FarmError) as farm_err:
-        LLMConfig.from_env(environ={"FARM_LLM_PROVIDER": "openai", "FARM_LLM_MODEL": "m", "FARM_LLM_API_KEY_ENV": CANARY_KEY})
+        LLMConfig.from_env(
+            environ={"FARM_LLM_PROVIDER": "openai", "FARM_LLM_MODEL": "m", "FARM_LLM_API_KEY_ENV": CANARY_KEY}
+        )
     assert CANARY_KEY not in str(farm_err.value)
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import random
-from email.utils import format_datetime
 from datetime import UTC, datetime
+from email.utils import format_datetime
 
 import pytest
 
@@ -52,9 +52,17 @@ def test_retry_after_beats_backoff_and_is_capped() -> None:
 
 @pytest.mark.parametrize(
     ("status", "kind"),
-    [(429, "rate_limit"), (500, "server"), (503, "server"), (529, "server"), (408, "server"), (400, "client"),
-     (401, "client"), (404, "client")],
+    [
+        (429, "rate_limit"),
+        (500, "server"),
+        (503, "server"),
+        (529, "server"),
+        (408, "server"),
+        (400, "client"),
+        (401, "client"),
+        (404, "client"),
+    ],
 )
 def test_status_kinds(status: int, kind: str) -> None:
     assert kind_for_status(status) == kind
-    assert Failure(kind_for_status(status), status, None, "").retryable == (kind != "client")  # type: ignore[arg-type]
+    assert Failure(kind_for_status(status), status, None, "").retryable == (kind != "client")
