@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from farm.errors import FarmError
 from farm.taskset import placeholders
 from farm.taskset.capabilities import Capability, load_capabilities
 from farm.taskset.loader import SPECIAL_SETS, LoadedTask, TaskFileError, parse_task_file, task_files
@@ -345,3 +346,18 @@ def check_tasks(
     checker.groups(tasks)
     rows = checker.directories(tasks, broken)
     return TaskSetReport(tasks=tasks, violations=checker.out, directories=rows)
+
+
+def require_valid(root: Path) -> list[LoadedTask]:
+    """The tasks of `root` when every rule holds; FarmError naming the first violation otherwise.
+
+    For commands that run tasks: schema validation alone (`load_taskset`) does not check probe and
+    capability names, pools or markers.
+    """
+    report = check_tasks(root)
+    if report.violations:
+        first = report.violations[0]
+        more = f" (+{len(report.violations) - 1} more)" if len(report.violations) > 1 else ""
+        raise FarmError(f"{first.path}: {first.field}: {first.rule}{more}",
+                        hint=f"{first.fix}; run `farm tasks check {root}` for the full list")
+    return report.tasks

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
-from farm.taskset.rules import check_tasks, holdout_bounds
+from farm.errors import FarmError
+from farm.taskset.rules import check_tasks, holdout_bounds, require_valid
 from tests.helpers.taskset import MESSENGER, THIRD_PARTY, TaskSetBuilder, minimal_task, tasks_cli
 
 
@@ -282,3 +284,15 @@ def test_check_without_dir_uses_repo_tasks() -> None:
     result = CliRunner().invoke(tasks_cli(), ["tasks", "check"])
     assert result.exit_code == 0, result.output
     assert "read/system" in result.output
+
+
+def test_require_valid_returns_tasks_of_a_clean_set(taskset: TaskSetBuilder) -> None:
+    assert len(require_valid(taskset.root)) == 76
+
+
+def test_require_valid_names_the_first_violation(taskset: TaskSetBuilder) -> None:
+    path = taskset.edit("content-7", goal="看 /sdcard/a.txt")
+    taskset.edit("content-8", goal="看 /sdcard/b.txt")
+    with pytest.raises(FarmError) as info:
+        require_valid(taskset.root)
+    assert info.value.line().startswith(f"{path}: goal: goal contains a local path ('/sdcard') (+1 more) — ")
