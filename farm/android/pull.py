@@ -38,8 +38,8 @@ def refuse_reason(name: str) -> str | None:
     """Why an entry name may not be written locally, or None when it is a plain file name."""
     if not name or name in (".", ".."):
         return "empty or dot name"
-    if "\x00" in name:
-        return "NUL in name"
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return "control character in name"
     if name.startswith("/") or "/" in name or "\\" in name:
         return "name contains a path separator"
     if ".." in PurePosixPath(name).parts or name.startswith(".."):

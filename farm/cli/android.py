@@ -30,6 +30,127 @@ def instrument_parse(
         print(json.dumps(event.as_json(), ensure_ascii=False, separators=(",", ":")))
 
 
+def run(
+    split: str = typer.Option("tune", "--split", help="tune, holdout or all."),
+    device: list[str] = typer.Option([], "--device", help="Phone serial (repeatable)."),
+    all_phones: bool = typer.Option(False, "--all", help="Every healthy phone."),
+    set_prefix: str | None = typer.Option(None, "--set", help="Task directory or id prefix (e.g. read/system)."),
+    profile: str | None = typer.Option(None, "--profile", help="Instrument profile from farm.yaml."),
+    executor: str = typer.Option("instrument", "--executor", help="instrument (agent app) or host."),
+    allow_irreversible: bool = typer.Option(False, "--allow-irreversible", help="Run irreversible tasks (real)."),
+    price_in: float | None = typer.Option(None, "--price-in", help="USD per million input tokens."),
+    price_out: float | None = typer.Option(None, "--price-out", help="USD per million output tokens."),
+    price_cached: float | None = typer.Option(None, "--price-cached", help="USD per million cached tokens."),
+    on_takeover: str | None = typer.Option(None, "--on-takeover", help="cancel or wait."),
+    channel: str | None = typer.Option(None, "--channel", help="Force web or app."),
+    flags: str | None = typer.Option(None, "--flags", help="evalFlags: none or key=on,…"),
+    learn_skills: bool = typer.Option(False, "--learn-skills", help="Let the agent learn skills."),
+    memory: bool = typer.Option(False, "--memory", help="Let the agent keep memories."),
+    run_id: str | None = typer.Option(None, "--run-id", help="Run id (default <yyyymmdd-hhmm>-<split>-<hash>)."),
+    tasks_dir: Path | None = typer.Option(None, "--tasks-dir", help="Task set root (default tasks/)."),
+    runs_dir: Path | None = typer.Option(None, "--runs-dir", help="Where runs go (default runs/)."),
+    config: Path | None = typer.Option(None, "--config", help="farm.yaml (default ./farm.yaml if present)."),
+    idle_timeout: float | None = typer.Option(None, "--idle-timeout", help="Seconds without output per phone."),
+    deadline: float | None = typer.Option(None, "--deadline", help="Seconds until every phone stops."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
+) -> None:
+    """Run a split of the task set on connected phones and write the reports."""
+    import sys
+
+    from farm.android.lane import RunRequest
+    from farm.android.lane import run as run_lane
+
+    if on_takeover not in (None, "cancel", "wait"):
+        raise FarmError(f"--on-takeover {on_takeover}: invalid", hint="use cancel or wait")
+    if channel not in (None, "web", "app"):
+        raise FarmError(f"--channel {channel}: invalid", hint="use web or app")
+    req = RunRequest(
+        split=split, serials=device, all_phones=all_phones, set_prefix=set_prefix, profile=profile,
+        executor=executor, allow_irreversible=allow_irreversible, price_in=price_in, price_out=price_out,
+        price_cached=price_cached, on_takeover=on_takeover, channel=channel,  # type: ignore[arg-type]
+        flags=flags, learn_skills=learn_skills, memory=memory, run_id=run_id, tasks_dir=tasks_dir,
+        runs_dir=runs_dir, config=config, idle_timeout_s=idle_timeout, deadline_s=deadline,
+        command=["farm", *sys.argv[1:]], show_progress=not quiet,
+    )
+    result = run_lane(req)
+    for h in result.left_out:
+        print(f"left out {h.serial}: {h.reason}", file=sys.stderr)
+    for phone in result.phones:
+        counts: dict[str, int] = {}
+        for r in phone.records:
+            counts[r.outcome] = counts.get(r.outcome, 0) + 1
+        passed = sum(r.passed for r in phone.records)
+        line = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+        print(f"{phone.label}: {passed} passed; {line}")
+        if phone.outcome and phone.outcome.infrastructure_error:
+            print(f"{phone.label}: infrastructure: {phone.outcome.infrastructure_error}", file=sys.stderr)
+        if phone.outcome and phone.outcome.pull_refused:
+            for entry in phone.outcome.pull_refused:
+                print(f"{phone.label}: pull refused {entry}", file=sys.stderr)
+    print(f"run: {result.run_dir}")
+    for path in result.reports:
+        print(path)
+
+
+def devices_cmd(
+    config: Path | None = typer.Option(None, "--config", help="farm.yaml (default ./farm.yaml if present)."),
+    profile: str | None = typer.Option(None, "--profile", help="Instrument profile whose agent app is checked."),
+) -> None:
+    """List phones on every adb server with their health verdict."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from farm.android import devices, health
+    from farm.config import load_config
+
+    cfg = load_config(config)
+    _name, prof = cfg.profile(profile)
+    found = devices.discover(cfg)
+    if not found:
+        raise FarmError("no phone found on any adb server", hint=devices.NO_PHONE_HINT)
+    table = Table("serial", "adb server", "model", "Android", "battery", "state", "health", "reason")
+    for phone in found:
+        h = health.check(phone, cfg.health, prof)
+        battery = "" if h.battery is None else f"{h.battery}%" + (" ⚡" if h.charging else "")
+        table.add_row(
+            h.serial, h.server, h.model or "", h.android or "", battery, h.state,
+            "ok" if h.ok else "left out", h.reason or "",
+        )
+    Console(soft_wrap=True).print(table)
+
+
+def pull(
+    device: str = typer.Option(..., "--device", help="Phone serial."),
+    run_id: str = typer.Option(..., "--run", help="Run name on the phone (eval/<run>/)."),
+    split: str = typer.Option("all", "--split", help="tune, holdout or all (where to file it)."),
+    runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", help="Where runs go."),
+    profile: str | None = typer.Option(None, "--profile", help="Instrument profile (agent app package)."),
+    config: Path | None = typer.Option(None, "--config", help="farm.yaml."),
+) -> None:
+    """Pull eval/<run>/ from a phone (a run started elsewhere) and normalise it into records."""
+    import sys
+
+    from farm.android.collect import pull_run
+    from farm.config import load_config
+
+    summary = pull_run(
+        load_config(config), serial=device, run=run_id, split=split, runs_dir=runs_dir, profile=profile,
+        command=["farm", *sys.argv[1:]],
+    )
+    for entry in summary.refused:
+        print(f"refused {entry}", file=sys.stderr)
+    print(f"{summary.records} records → {summary.run_dir / 'records.jsonl'}")
+    print(f"raw: {summary.raw}")
+    if summary.problems:
+        raise FarmError(
+            f"{summary.problems[0]}: corrupt scores.jsonl line (kept as an error record)",
+            hint=f"{len(summary.problems)} corrupt line(s); the other lines were normalised",
+        )
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the root app."""
+    app.command("run")(run)
+    app.command("devices")(devices_cmd)
+    app.command("pull")(pull)
     app.add_typer(instrument_app, name="instrument")

@@ -1,0 +1,71 @@
+"""`farm pull`: collect an `eval/<run>/` tree from a phone for a run started elsewhere."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from farm import manifest as mf
+from farm.android import devices, health
+from farm.android.paths import raw_dir
+from farm.android.pull import pull_tree
+from farm.config import FarmConfig
+from farm.errors import FarmError
+from farm.results.normalise import Context, normalise_file
+from farm.results.record import Execution
+from farm.results.store import RECORDS_FILE, append_records
+
+
+@dataclass
+class PullSummary:
+    """What `farm pull` did."""
+
+    run_dir: Path
+    raw: Path
+    records: int
+    problems: list[str]
+    refused: list[str]
+
+
+def pull_run(
+    cfg: FarmConfig, *, serial: str, run: str, split: str, runs_dir: Path, profile: str | None,
+    command: list[str] | None = None,
+) -> PullSummary:
+    """Pull the phone's `eval/<run>/` into `runs/<run>/android/<serial>/<split>/raw/` and normalise it."""
+    if split not in ("tune", "holdout", "all"):
+        raise FarmError(f"--split {split}: invalid split", hint="use tune, holdout or all")
+    profile_name, prof = cfg.profile(profile)
+    phone = devices.select(devices.discover(cfg), [serial], False)[0]
+    if phone.state != "device":
+        raise FarmError(f"{serial}: adb state is {phone.state}", hint="reconnect the phone")
+    run_dir = runs_dir / run
+    raw = raw_dir(run_dir, serial, split)
+    if raw.exists():
+        raise FarmError(f"{raw}: already pulled", hint="pulled trees are never overwritten")
+    device = phone.device()
+    remote = prof.eval_dir(run)
+    from adbutils import AdbError
+
+    try:
+        if not device.sync.exists(remote):
+            raise FarmError(f"{serial}: {remote}: no such run on the phone", hint="check --run and --profile")
+    except (AdbError, OSError) as exc:
+        raise FarmError(f"{serial}: cannot reach the phone ({exc})") from None
+    if not run_dir.exists():
+        gate = health.PhoneHealth(serial, phone.server.address(), phone.state)
+        model = devices.shell(device, ["getprop", "ro.product.model"]).strip() or None
+        manifest = mf.Manifest(
+            run_id=run, created_at=mf.utc_now(), command=command or [], code=mf.code_fingerprint(),
+            config=mf.redact(cfg.model_dump(mode="json")),
+            phones=[mf.PhoneEntry(serial=serial, adb_server=gate.server, model=model,
+                                  agent_version=health.version_name(device, prof.package))],
+            lanes=[mf.LaneEntry(lane="android", detail={"split": split, "profile": profile_name, "pulled": True})],
+        )
+        mf.create_run_dir(runs_dir, manifest)
+    result = pull_tree(device, remote, raw, cfg.pull)
+    execution: Execution = "simulated" if profile_name == "sim" else "live"
+    ctx = Context(run=run, device=serial, split=split, executor="instrument", execution=execution)
+    normalised = normalise_file(raw / "scores.jsonl", ctx, "scores.jsonl")
+    append_records(run_dir / RECORDS_FILE, normalised.records)
+    mf.add_lane(run_dir, mf.LaneEntry(lane="android", outputs=[RECORDS_FILE, str(raw.relative_to(run_dir))]))
+    return PullSummary(run_dir, raw, len(normalised.records), normalised.problems, result.refused)

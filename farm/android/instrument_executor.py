@@ -1,0 +1,143 @@
+"""The instrument executor: push the bundle, run `am instrument -w -r`, watch it, pull the tree."""
+
+from __future__ import annotations
+
+import codecs
+import shlex
+import time
+from dataclasses import dataclass
+
+from farm.android.bundle import bundle_json
+from farm.android.devices import shell
+from farm.android.executor import ExecutorName, ExecutorOutcome, PhoneJob, ProgressSink, RunOptions
+from farm.android.instrument_parser import InstrumentParser
+from farm.android.pull import pull_tree
+from farm.config import PullLimits
+
+POLL_S = 0.5
+
+
+def instrument_argv(opts: RunOptions, run: str, bundle_path: str) -> list[str]:
+    """`am instrument -w -r -e class … <test package>/<runner>` with every seed argument."""
+    p = opts.profile
+    extras: list[tuple[str, str]] = [("class", p.eval_class), ("evalRun", run)]
+    if opts.set_prefix:
+        extras.append(("evalSet", opts.set_prefix))
+    if opts.split in ("tune", "holdout"):
+        extras.append(("evalSplit", opts.split))
+    extras.append(("evalTasks", bundle_path))
+    prices = (("evalPriceIn", opts.price_in), ("evalPriceOut", opts.price_out), ("evalPriceCached", opts.price_cached))
+    for name, price in prices:
+        if price is not None:
+            extras.append((name, f"{price:g}"))
+    if opts.allow_irreversible:
+        extras.append(("evalAllowIrreversible", "true"))
+    if opts.channel:
+        extras.append(("evalChannel", opts.channel))
+    if opts.on_takeover:
+        extras.append(("evalOnTakeover", opts.on_takeover))
+    if opts.flags:
+        extras.append(("evalFlags", opts.flags))
+    if opts.learn_skills:
+        extras.append(("learnSkills", "on"))
+    if opts.memory:
+        extras.append(("memory", "on"))
+    argv = ["am", "instrument", "-w", "-r"]
+    for key, value in extras:
+        argv += ["-e", key, value]
+    return [*argv, p.component()]
+
+
+@dataclass
+class InstrumentExecutor:
+    """Runs a phone's tasks through the agent app's EvalRunTest."""
+
+    pull_limits: PullLimits
+    name: ExecutorName = "instrument"
+
+    def run(self, job: PhoneJob, progress: ProgressSink) -> ExecutorOutcome:
+        """Push, instrument with a watchdog, parse live, pull; never raises for device trouble."""
+        from adbutils import AdbError
+
+        outcome = ExecutorOutcome()
+        ids = [t.id for t in job.tasks]
+        parser = InstrumentParser()
+        try:
+            folder = job.device_bundle_path.rsplit("/", 1)[0]
+            shell(job.device, ["mkdir", "-p", folder])
+            job.device.sync.push(bundle_json(job.run_id, job.tasks).encode("utf-8"), job.device_bundle_path)
+            argv = instrument_argv(job.options, job.run_id, job.device_bundle_path)
+            outcome.infrastructure_error = self._stream(job, argv, parser, progress)
+        except (AdbError, OSError) as exc:
+            outcome.infrastructure_error = f"adb error: {' '.join(str(exc).split())[:200]}"
+        parser.close()
+        if outcome.infrastructure_error is None and parser.failed_reason:
+            outcome.infrastructure_error = f"instrumentation: {parser.failed_reason}"
+        outcome.crashed = parser.crashed
+        by_test = {key.split("#", 1)[1]: status for key, status in parser.statuses.items()}
+        for tid in ids:
+            status = by_test.get(tid)
+            if status is None or status == "incomplete":
+                outcome.unfinished.append(tid)
+                if status == "incomplete":
+                    outcome.statuses[tid] = status
+            else:
+                outcome.finished.append(tid)
+                outcome.statuses[tid] = status
+        if outcome.crashed:
+            progress.note("agent process crashed")
+        try:
+            pulled = pull_tree(job.device, job.device_eval_dir, job.raw_dir, self.pull_limits)
+            outcome.pulled = pulled.found
+            outcome.pull_refused = pulled.refused
+            if pulled.refused:
+                progress.note(f"pull refused {len(pulled.refused)} entries")
+        except (AdbError, OSError) as exc:
+            outcome.pull_refused.append(f"pull failed: {exc}")
+        return outcome
+
+    def _stream(self, job: PhoneJob, argv: list[str], parser: InstrumentParser, progress: ProgressSink) -> str | None:
+        """Run the instrumentation; return why it was stopped early (None when its output ended)."""
+        opts = job.options
+        conn = job.device.shell(" ".join(shlex.quote(a) for a in argv), stream=True)
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        last = time.monotonic()
+        reason: str | None = None
+        try:
+            sock = conn.conn
+            sock.settimeout(POLL_S)
+            while True:
+                now = time.monotonic()
+                if opts.deadline_monotonic is not None and now > opts.deadline_monotonic:
+                    reason = "run deadline passed"
+                    break
+                if now - last > opts.idle_timeout_s:
+                    reason = f"no output for {opts.idle_timeout_s:g} s (watchdog)"
+                    break
+                try:
+                    data = sock.recv(65536)
+                except TimeoutError:
+                    continue
+                except OSError as exc:
+                    reason = f"connection lost: {exc}"
+                    break
+                if not data:
+                    break
+                last = time.monotonic()
+                for event in parser.feed(decoder.decode(data)):
+                    if event.event == "test_started" and event.test:
+                        progress.task_started(event.test)
+                    elif event.event == "test_ended" and event.test and event.status:
+                        progress.task_finished(event.test, event.status)
+            parser.feed(decoder.decode(b"", final=True))
+        finally:
+            conn.close()
+        if reason is not None:
+            progress.note(reason)
+            try:
+                shell(job.device, ["am", "force-stop", opts.profile.package], timeout=10)
+            except Exception:  # noqa: BLE001 - best effort on a phone that may be gone
+                pass
+        elif not parser.ended and parser.started:
+            reason = "instrumentation output stopped before the run ended (phone disconnected?)"
+        return reason

@@ -1,0 +1,315 @@
+"""`farm run`: discover phones, gate their health, resolve tasks, execute, pull, normalise, report."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import importlib
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, cast, get_args
+
+from farm import manifest as mf
+from farm.android import devices, health
+from farm.android.bundle import bundle_device_path
+from farm.android.executor import Executor, ExecutorOutcome, PhoneJob, ResolvedTask, RunOptions
+from farm.android.paths import raw_dir
+from farm.android.prepare import PhoneFacts, Prepared, Resolver, installed_packages, prepare, signed_in
+from farm.android.progress import PhoneProgress, make_progress
+from farm.config import FarmConfig, InstrumentProfile, load_config
+from farm.errors import FarmError
+from farm.results.normalise import Context, error_record, normalise_file
+from farm.results.record import Execution, Record
+from farm.results.store import RECORDS_FILE, append_records
+from farm.taskset.loader import LoadedTask, SplitChoice, select_tasks
+from farm.taskset.probes import ProbeSpec, load_catalogue
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+ExecutorChoice = Literal["instrument", "host"]
+
+
+@dataclass
+class RunRequest:
+    """Everything `farm run` was asked to do."""
+
+    split: str = "tune"
+    serials: list[str] = field(default_factory=list)
+    all_phones: bool = False
+    set_prefix: str | None = None
+    profile: str | None = None
+    executor: str = "instrument"
+    allow_irreversible: bool = False
+    price_in: float | None = None
+    price_out: float | None = None
+    price_cached: float | None = None
+    on_takeover: Literal["cancel", "wait"] | None = None
+    channel: Literal["web", "app"] | None = None
+    flags: str | None = None
+    learn_skills: bool = False
+    memory: bool = False
+    run_id: str | None = None
+    tasks_dir: Path | None = None
+    runs_dir: Path | None = None
+    config: Path | None = None
+    idle_timeout_s: float | None = None
+    deadline_s: float | None = None
+    command: list[str] = field(default_factory=list)
+    show_progress: bool = True
+    probes_dir: Path | None = None
+
+
+@dataclass
+class PhoneResult:
+    """What happened on one phone."""
+
+    serial: str
+    label: str
+    records: list[Record]
+    outcome: ExecutorOutcome | None
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunResult:
+    """The finished run."""
+
+    run_id: str
+    run_dir: Path
+    phones: list[PhoneResult]
+    left_out: list[health.PhoneHealth]
+    reports: list[Path]
+
+
+def default_run_id(split: str, tasks: list[LoadedTask]) -> str:
+    """`<yyyymmdd-hhmm>-<split>-<short hash>`."""
+    now = dt.datetime.now(dt.UTC)
+    digest = hashlib.sha256(f"{time.time_ns()}:{','.join(t.sha256 for t in tasks)}".encode()).hexdigest()[:6]
+    return f"{now:%Y%m%d-%H%M}-{split}-{digest}"
+
+
+def load_executor(name: str, cfg: FarmConfig) -> Executor:
+    """The executor by name; `host` comes from `farm.android.host_executor.make_executor(cfg)`."""
+    if name == "instrument":
+        from farm.android.instrument_executor import InstrumentExecutor
+
+        return InstrumentExecutor(cfg.pull)
+    if name == "host":
+        try:
+            module = importlib.import_module("farm.android.host_executor")
+        except ImportError as exc:
+            raise FarmError(f"--executor host: not available ({exc})", hint="use --executor instrument") from None
+        return cast(Executor, module.make_executor(cfg))
+    raise FarmError(f"--executor {name}: unknown executor", hint="use instrument or host")
+
+
+def _check_split(split: str) -> SplitChoice:
+    if split not in get_args(SplitChoice):
+        raise FarmError(f"--split {split}: invalid split", hint="use tune, holdout or all")
+    return cast(SplitChoice, split)
+
+
+def _labels(healths: list[health.PhoneHealth]) -> dict[str, str]:
+    counts: dict[str, int] = {}
+    out = {}
+    for h in sorted(healths, key=lambda h: (h.model or "device", h.serial)):
+        model = h.model or "device"
+        counts[model] = counts.get(model, 0) + 1
+        out[h.serial] = f"{model} #{counts[model]}"
+    return out
+
+
+def _skip_record(ctx: Context, loaded: LoadedTask, reason: str, execution: Execution) -> Record:
+    t = loaded.task
+    return Record(
+        run=ctx.run, lane="android", device=ctx.device, task_id=t.id, category=loaded.directory,
+        partition=t.partition, expect=t.expect, outcome="skipped", passed=False, reasons=[reason],
+        execution=execution, executor=ctx.executor, split=ctx.split, source="harness",
+    )
+
+
+def phone_records(
+    ctx: Context, prepared: Prepared, outcome: ExecutorOutcome | None, raw: Path, execution: Execution
+) -> tuple[list[Record], list[str]]:
+    """Records of one phone: harness skips, the pulled scores, and errors for what never finished."""
+    records = [_skip_record(ctx, lt, why, execution) for lt, why in prepared.skipped]
+    normalised = normalise_file(raw / "scores.jsonl", ctx, "scores.jsonl")
+    if any(r.execution == "simulated" for r in normalised.records):
+        execution = "simulated"
+        records = [r.model_copy(update={"execution": execution}) for r in records]
+    records += normalised.records
+    have = {r.task_id for r in normalised.records}
+    by_id: dict[str, ResolvedTask] = {t.id: t for t in prepared.tasks}
+    infra = (outcome.infrastructure_error if outcome else None) or "executor did not run"
+    for tid, rt in by_id.items():
+        if tid in have:
+            continue
+        status = outcome.statuses.get(tid) if outcome else None
+        if outcome is not None and tid in outcome.finished:
+            why = (
+                "agent process crashed while executing this task"
+                if outcome.crashed and status == "failed"
+                else f"finished on the phone (status {status}) but no scores.jsonl line was pulled"
+            )
+            if not outcome.pulled:
+                why += f"; pull failed ({infra})"
+        else:
+            why = f"unfinished: {infra}"
+        extra = {"instrumentStatus": status} if status else {}
+        records.append(
+            error_record(
+                ctx, tid, why, source="harness", category=rt.directory, partition=rt.task.partition,
+                expect=rt.task.expect, markers=list(rt.markers), extra=extra,
+            ).model_copy(update={"execution": execution})
+        )
+    return records, normalised.problems
+
+
+class _Lane:
+    def __init__(self, req: RunRequest) -> None:
+        self.req = req
+        self.cfg = load_config(req.config)
+        self.split = _check_split(req.split)
+        self.profile_name, self.profile = self.cfg.profile(req.profile)
+        self.executor = load_executor(req.executor, self.cfg)
+        self.tasks_dir = req.tasks_dir or Path(self.cfg.tasks_dir)
+        self.runs_dir = req.runs_dir or Path(self.cfg.runs_dir)
+        self.lock = threading.Lock()
+
+    def options(self) -> RunOptions:
+        r, prices = self.req, self.cfg.pricing
+        deadline = time.monotonic() + r.deadline_s if r.deadline_s else None
+        return RunOptions(
+            split=self.split, profile_name=self.profile_name, profile=self.profile, set_prefix=r.set_prefix,
+            allow_irreversible=r.allow_irreversible,
+            price_in=r.price_in if r.price_in is not None else prices.input_per_m,
+            price_out=r.price_out if r.price_out is not None else prices.output_per_m,
+            price_cached=r.price_cached if r.price_cached is not None else prices.cached_per_m,
+            on_takeover=r.on_takeover, channel=r.channel, flags=r.flags, learn_skills=r.learn_skills,
+            memory=r.memory, idle_timeout_s=r.idle_timeout_s or self.cfg.idle_timeout_s, deadline_monotonic=deadline,
+        )
+
+    def run(self) -> RunResult:
+        if not self.tasks_dir.is_dir():
+            raise FarmError(f"{self.tasks_dir}: no such task directory", hint="pass --tasks-dir DIR")
+        tasks = select_tasks(self.tasks_dir, self.split, self.req.set_prefix)
+        if not tasks:
+            raise FarmError(f"{self.tasks_dir}: no task matches split={self.split} set={self.req.set_prefix}")
+        catalogue = load_catalogue(self.req.probes_dir)
+        run_id = self.req.run_id or default_run_id(self.split, tasks)
+        if (self.runs_dir / run_id).exists():
+            raise FarmError(f"{self.runs_dir / run_id}: run already exists", hint="pass a new --run-id")
+        phones = devices.select(devices.discover(self.cfg), self.req.serials, self.req.all_phones)
+        manifest = mf.Manifest(
+            run_id=run_id, created_at=mf.utc_now(), command=self.req.command, code=mf.code_fingerprint(),
+            config=mf.redact(self.cfg.model_dump(mode="json")),
+            tasks=[mf.TaskEntry(id=t.task.id, sha256=t.sha256) for t in tasks],
+            lanes=[mf.LaneEntry(lane="android", detail={
+                "split": self.split, "set": self.req.set_prefix, "executor": self.executor.name,
+                "profile": self.profile_name, "allow_irreversible": self.req.allow_irreversible,
+            })],
+        )
+        run_dir = mf.create_run_dir(self.runs_dir, manifest)
+        with ThreadPoolExecutor(max_workers=max(1, len(phones))) as pool:
+            gated = list(pool.map(lambda p: health.check(p, self.cfg.health, self._gate_profile()), phones))
+        labels = _labels(gated)
+        manifest.phones = [
+            mf.PhoneEntry(serial=h.serial, adb_server=h.server, model=h.model, android=h.android,
+                          agent_version=h.agent_version, status="used" if h.ok else "left_out", reason=h.reason)
+            for h in gated
+        ]
+        mf.save(run_dir, manifest)
+        healthy = [(p, h) for p, h in zip(phones, gated, strict=True) if h.ok]
+        left_out = [h for h in gated if not h.ok]
+        if not healthy:
+            manifest.status = "failed"
+            manifest.finished_at = mf.utc_now()
+            manifest.notes.append("no phone passed the health gate")
+            mf.save(run_dir, manifest)
+            reasons = "; ".join(f"{labels[h.serial]}: {h.reason}" for h in left_out)
+            raise FarmError(f"no healthy phone ({reasons})", hint="see `farm devices`")
+        opts = self.options()
+        progress = make_progress(self.req.show_progress)
+        results: list[PhoneResult] = []
+        if progress is not None:
+            progress.start()
+        try:
+            with ThreadPoolExecutor(max_workers=len(healthy)) as pool:
+                futures = [
+                    pool.submit(self._phone, p, labels[p.serial], tasks, catalogue, run_id, run_dir, opts, progress)
+                    for p, _h in healthy
+                ]
+                results = [f.result() for f in futures]
+        finally:
+            if progress is not None:
+                progress.stop()
+        manifest = mf.load(run_dir)
+        for res in results:
+            if res.outcome and res.outcome.infrastructure_error:
+                manifest.notes.append(f"{res.label}: {res.outcome.infrastructure_error}")
+            if res.outcome and res.outcome.pull_refused:
+                manifest.notes.append(f"{res.label}: pull refused {len(res.outcome.pull_refused)} entries")
+            manifest.notes += [f"{res.label}: corrupt scores line {p}" for p in res.problems]
+        outputs = [RECORDS_FILE] + [
+            str(raw_dir(run_dir, r.serial, self.split).relative_to(run_dir)) for r in results
+        ]
+        from farm.report.build import build_reports
+
+        reports = build_reports([run_dir])
+        outputs += [str(p.relative_to(run_dir)) for p in reports]
+        manifest.lanes[0].outputs = outputs
+        manifest.status = "finished"
+        manifest.finished_at = mf.utc_now()
+        mf.save(run_dir, manifest)
+        return RunResult(run_id, run_dir, results, left_out, reports)
+
+    def _gate_profile(self) -> InstrumentProfile | None:
+        return self.profile if self.executor.name == "instrument" else None
+
+    def _phone(
+        self, phone: devices.FoundPhone, label: str, tasks: list[LoadedTask], catalogue: dict[str, ProbeSpec],
+        run_id: str, run_dir: Path, opts: RunOptions, progress: Progress | None,
+    ) -> PhoneResult:
+        from adbutils import AdbError
+
+        device = phone.device()
+        raw = raw_dir(run_dir, phone.serial, self.split)
+        ctx = Context(
+            run=run_id, device=phone.serial, split=self.split, executor=self.executor.name,
+            categories={t.task.id: t.directory for t in tasks},
+        )
+        # The built-in `sim` profile is the virtual phone's agent app: its results are simulated.
+        execution: Execution = "simulated" if self.profile_name == "sim" else "live"
+        outcome: ExecutorOutcome | None = None
+        prepared = Prepared()
+        try:
+            facts = PhoneFacts(installed_packages(device), signed_in(device, phone.serial, self.cfg, self.profile))
+            resolver = Resolver(device, facts, catalogue, run=run_id, allow_irreversible=self.req.allow_irreversible)
+            prepared = prepare(resolver, tasks)
+            sink = PhoneProgress(progress, label, len(prepared.tasks))
+            job = PhoneJob(
+                device=device, serial=phone.serial, label=label, run_id=run_id, tasks=prepared.tasks,
+                options=opts, raw_dir=raw, device_eval_dir=self.profile.eval_dir(run_id),
+                device_bundle_path=bundle_device_path(self.profile.resolved_files_dir(), run_id),
+            )
+            if prepared.tasks:
+                outcome = self.executor.run(job, sink)
+            else:
+                outcome = ExecutorOutcome()
+        except (AdbError, OSError) as exc:
+            outcome = ExecutorOutcome(
+                unfinished=[t.id for t in prepared.tasks], infrastructure_error=f"adb error: {exc}"
+            )
+        records, problems = phone_records(ctx, prepared, outcome, raw, execution)
+        with self.lock:
+            append_records(run_dir / RECORDS_FILE, records)
+        return PhoneResult(phone.serial, label, records, outcome, problems)
+
+
+def run(req: RunRequest) -> RunResult:
+    """Run a split on the selected phones end to end and write the reports."""
+    return _Lane(req).run()

@@ -1,0 +1,75 @@
+"""Live progress: one rich bar per phone (current task, done/total, pass/fail so far)."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from farm.android.executor import TestStatus
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+
+class PhoneProgress:
+    """ProgressSink of one phone, drawing into a shared rich Progress."""
+
+    def __init__(self, progress: Progress | None, label: str, total: int) -> None:
+        self._progress = progress
+        self._lock = threading.Lock()
+        self.label = label
+        self.done = 0
+        self.passed = 0
+        self.failed = 0
+        self.current = ""
+        self.notes: list[str] = []
+        self._task: TaskID | None = (
+            progress.add_task(label, total=max(total, 1), status="waiting") if progress is not None else None
+        )
+
+    def _draw(self) -> None:
+        if self._progress is None or self._task is None:
+            return
+        status = f"pass {self.passed} · fail {self.failed}" + (f" · {self.current}" if self.current else "")
+        if self.notes:
+            status += f" · {self.notes[-1]}"
+        self._progress.update(self._task, completed=self.done, status=status)
+
+    def task_started(self, task_id: str) -> None:
+        """A task began."""
+        with self._lock:
+            self.current = task_id
+            self._draw()
+
+    def task_finished(self, task_id: str, status: TestStatus) -> None:
+        """A task ended."""
+        with self._lock:
+            self.done += 1
+            if status == "passed":
+                self.passed += 1
+            elif status in ("failed", "incomplete"):
+                self.failed += 1
+            self.current = ""
+            self._draw()
+
+    def note(self, text: str) -> None:
+        """A remark (watchdog, crash, pull)."""
+        with self._lock:
+            self.notes.append(text)
+            self._draw()
+
+
+def make_progress(enabled: bool) -> Progress | None:
+    """A rich Progress with a status column, or None when output is not wanted."""
+    if not enabled:
+        return None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[status]}"),
+        transient=False,
+    )
