@@ -148,6 +148,11 @@ def _num(value: Number | None, digits: int = 3) -> str:
     return str(value)
 
 
+def _cell(text: str) -> str:
+    """Free text made safe for one markdown table cell."""
+    return " ".join(text.split()).replace("|", "/")
+
+
 def _row(name: str, s: Stats) -> str:
     cells = [
         name, s.planned, s.recorded, s.pending, s.success, s.failed, s.blocked, s.cancelled,
@@ -188,7 +193,7 @@ def report_markdown(report: DesktopReport) -> str:
     ]  # fmt: skip
     if report.notSucceeded:
         lines += ["## Not succeeded", "", "| slot | status | reason |", "|---|---|---|"]
-        lines += [f"| {n.slot} | {n.status} | {n.reason.replace('|', '/')} |" for n in report.notSucceeded]
+        lines += [f"| {n.slot} | {n.status} | {_cell(n.reason)} |" for n in report.notSucceeded]
         lines.append("")
     lines += [
         "## Reading this report",

@@ -123,3 +123,10 @@ def test_markdown_says_a_controlled_batch_is_not_live(tmp_path: Path) -> None:
     batch = directory / "b.json"
     init_batch(write_config(directory, execution="controlled"), batch)
     assert "NOT a live result" in farm("desktop", "report", batch).stdout
+
+
+def test_markdown_lists_reasons_of_runs_that_did_not_succeed(tmp_path: Path) -> None:
+    _, b0 = planned_batch(tmp_path)
+    latest = _record_all(b0, [("browser-form/1", {"status": "blocked", "reason": "no Chrome\nprofile | locked"})])
+    markdown = farm("desktop", "report", latest).stdout
+    assert "| browser-form/1 | blocked | no Chrome profile / locked |" in markdown

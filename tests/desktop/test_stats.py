@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
+from hypothesis import given
+from hypothesis import strategies as st
+
 from farm.desktop.stats import nearest_rank, summarise, summarise_batch
 from tests.helpers.desktop import batch_with, run
 
@@ -124,3 +130,13 @@ def test_mixed_batch_overall_and_per_task() -> None:
 def test_sub_millisecond_timestamps_give_fractional_ms() -> None:
     result = run(startedAt="2026-02-03T09:00:00.000100Z", endedAt="2026-02-03T09:00:01.000600Z")
     assert result.duration_ms() == 1000.5
+
+
+@given(st.lists(st.integers(min_value=0, max_value=10**6), min_size=1, max_size=60), st.sampled_from([50, 95]))
+def test_nearest_rank_matches_its_definition(values: list[int], percent: int) -> None:
+    # The smallest sample with at least ⌈p·n⌉ samples at or below it.
+    value = nearest_rank(values, percent)
+    needed = math.ceil(Fraction(percent, 100) * len(values))
+    assert value in values
+    assert sum(1 for v in values if v <= value) >= needed
+    assert sum(1 for v in values if v < value) < needed
