@@ -106,7 +106,8 @@ def attach_cmd(
     """Add BATCH to the run manifest and write its reports into runs/<RUN>/desktop/."""
     from farm.desktop.attach import attach_batch
 
-    run_dir, outputs = attach_batch(runs_dir, run, batch)
+    command = ["farm", "desktop", "attach", run, str(batch), "--runs-dir", str(runs_dir)]
+    run_dir, outputs = attach_batch(runs_dir, run, batch, command=command)
     for rel in outputs:
         _out.print(f"wrote {run_dir / rel}", markup=False)
 

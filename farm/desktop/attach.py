@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 from farm.desktop.report import build_report, report_json, report_markdown
@@ -14,7 +13,9 @@ from farm.manifest import LaneEntry, Manifest, add_lane, code_fingerprint, creat
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
-def attach_batch(runs_root: Path, run_id: str, batch_path: Path) -> tuple[Path, list[str]]:
+def attach_batch(
+    runs_root: Path, run_id: str, batch_path: Path, *, command: list[str] | None = None
+) -> tuple[Path, list[str]]:
     """Write the batch's reports into `runs/<run>/desktop/` and add the desktop lane to the manifest.
 
     Returns the run directory and the written outputs (relative to it). The run is created if missing.
@@ -35,7 +36,7 @@ def attach_batch(runs_root: Path, run_id: str, batch_path: Path) -> tuple[Path, 
             run_dir.rmdir()
         create_run_dir(
             runs_root,
-            Manifest(run_id=run_id, created_at=utc_now(), command=["farm", *sys.argv[1:]], code=code_fingerprint()),
+            Manifest(run_id=run_id, created_at=utc_now(), command=command or [], code=code_fingerprint()),
         )
     create_new_text(run_dir / outputs[0], report_markdown(report), what="desktop report")
     create_new_text(run_dir / outputs[1], report_json(report), what="desktop report")
