@@ -88,7 +88,9 @@ def _target_text(text: str | None, marker: bool, ctx: CheckContext) -> str:
 
 @register(ScreenHas)
 def _screen_has(check: ScreenHas, ctx: CheckContext) -> CheckResult:
-    return screen_has(ctx.evidence.fresh_looks, _target_text(check.text, check.marker, ctx), check.package_name)
+    # An unresolved `{app:…}` (no standard intent, e.g. notes) means "the app the agent used": any look.
+    package = None if check.package_name.startswith("{app:") else check.package_name
+    return screen_has(ctx.evidence.fresh_looks, _target_text(check.text, check.marker, ctx), package)
 
 
 @register(ProbeHas)

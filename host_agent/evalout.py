@@ -1,0 +1,163 @@
+"""The `eval/<run>/` tree the host executor leaves, in the on-device layout (CONTRACTS §3).
+
+`scores.jsonl` (one camelCase line per task), `metrics.json` (运行小结 per task), `summary.md`
+(a table, 运行小结, an empty 人工改判 section), and `<id>/run/` written by the transcript.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from farm.fsutil import atomic_write_text
+from farm.results.record import RunMetrics
+
+
+class _Camel(BaseModel):
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
+
+
+class LineCheck(_Camel):
+    """One check verdict."""
+
+    type: str
+    """Check type."""
+    passed: bool
+    """Verdict."""
+    detail: str = ""
+    """Why."""
+
+
+class LineTokens(_Camel):
+    """Token usage as the device writes it (`input` = new input tokens)."""
+
+    input: int | None = None
+    """New input tokens."""
+    cache_read: int | None = None
+    """Cache-read input tokens."""
+    cache_write: int | None = None
+    """Cache-write input tokens."""
+    output: int | None = None
+    """Output tokens."""
+
+
+class LineMetrics(_Camel):
+    """运行小结 of one task (milliseconds)."""
+
+    first_feedback_ms: float | None = None
+    """Time to the first performed action."""
+    round_trips: int | None = None
+    """Model requests."""
+    model_ms: float | None = None
+    """Waiting on the model."""
+    screen_read_ms: float | None = None
+    """Reading the screen."""
+    action_ms: float | None = None
+    """Performing actions."""
+    other_ms: float | None = None
+    """Everything else."""
+    total_ms: float | None = None
+    """Wall time."""
+
+    @classmethod
+    def of(cls, m: RunMetrics) -> LineMetrics:
+        """From the record's metrics model."""
+        return cls.model_validate(m.model_dump())
+
+
+class ScoreLine(_Camel):
+    """One line of scores.jsonl."""
+
+    id: str
+    """Task id."""
+    category: str
+    """Task directory (e.g. read/system)."""
+    partition: str | None = None
+    """tune / holdout."""
+    expect: str
+    """Expected outcome."""
+    outcome: str
+    """Outcome."""
+    passed: bool
+    """Verdict."""
+    checks: list[LineCheck] = Field(default_factory=list)
+    """Check verdicts."""
+    answer: str | None = None
+    """Final answer."""
+    reason: str | None = None
+    """Reasons, joined."""
+    failure_category: str | None = None
+    """Failure category."""
+    takeover_kind: str | None = None
+    """Accepted takeover kind."""
+    steps: int = 0
+    """Actions taken."""
+    tokens: LineTokens = Field(default_factory=LineTokens)
+    """Token usage."""
+    cost_usd: float | None = None
+    """Cost; null when unknown."""
+    metrics: LineMetrics = Field(default_factory=LineMetrics)
+    """运行小结."""
+    markers: list[str] = Field(default_factory=list)
+    """Markers the task created."""
+    execution: str = "live"
+    """live / simulated."""
+    started_at: str | None = None
+    """ISO start."""
+    ended_at: str | None = None
+    """ISO end."""
+    app_package: str | None = None
+    """Package the agent actually used (for `{app:…}` resolution after the run)."""
+    executor: str = "host"
+    """Which executor produced the line."""
+    step_errors: int = 0
+    """Malformed or failed tool calls."""
+
+
+class EvalTree:
+    """Accumulates one phone's lines and keeps the tree's files current after every task."""
+
+    def __init__(self, root: Path, run: str) -> None:
+        self.root = root
+        self.run = run
+        self.lines: list[ScoreLine] = []
+        root.mkdir(parents=True, exist_ok=True)
+
+    def add(self, line: ScoreLine) -> None:
+        """Append a task's line and rewrite metrics.json and summary.md."""
+        self.lines.append(line)
+        with (self.root / "scores.jsonl").open("a", encoding="utf-8") as fh:
+            fh.write(line.model_dump_json(by_alias=True) + "\n")
+        metrics = {ln.id: ln.metrics.model_dump(by_alias=True) for ln in self.lines}
+        atomic_write_text(self.root / "metrics.json", json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")
+        atomic_write_text(self.root / "summary.md", render_summary(self.run, self.lines))
+
+
+def _ms(value: float | None) -> str:
+    return "—" if value is None else f"{value / 1000:.1f}s"
+
+
+def render_summary(run: str, lines: list[ScoreLine]) -> str:
+    """summary.md: per-task table, 运行小结, and the (empty) 人工改判 section."""
+    passed = sum(1 for ln in lines if ln.passed)
+    out = [f"# eval {run}", "", f"{passed}/{len(lines)} passed (host executor).", "",
+           "| id | category | expect | outcome | passed | steps | reason |", "|---|---|---|---|---|---|---|"]
+    for ln in lines:
+        reason = (ln.reason or "").replace("|", "/").replace("\n", " ")[:120]
+        out.append(f"| {ln.id} | {ln.category} | {ln.expect} | {ln.outcome} | {'yes' if ln.passed else 'no'} "
+                   f"| {ln.steps} | {reason} |")
+    out += ["", "## 运行小结", "",
+            "| id | 第一次反馈 | 来回次数 | 模型 | 读屏 | 操作 | 其他 | 总计 | 步数 | tokens (in/cache/out) | cost |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for ln in lines:
+        m, t = ln.metrics, ln.tokens
+        cost = "—" if ln.cost_usd is None else f"${ln.cost_usd:.4f}"
+        tok = "/".join("—" if v is None else str(v) for v in (t.input, t.cache_read, t.output))
+        out.append(f"| {ln.id} | {_ms(m.first_feedback_ms)} | {m.round_trips if m.round_trips is not None else '—'} "
+                   f"| {_ms(m.model_ms)} | {_ms(m.screen_read_ms)} | {_ms(m.action_ms)} | {_ms(m.other_ms)} "
+                   f"| {_ms(m.total_ms)} | {ln.steps} | {tok} | {cost} |")
+    out += ["", "## 人工改判", ""]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,214 @@
+"""The agent loop: read the screen, ask the policy, act, until a terminal tool, a budget, or a repeat."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from farm.manifest import utc_now
+from farm.results.record import RunMetrics, Tokens
+from farm.scoring.evidence import EndKind, Evidence, ScreenRead
+from farm.scoring.transcript import ActionLine, ObservationLine, ResultLine, StepLine, StepTimings
+from host_agent import tools as t
+from host_agent.actions import ActionEnv, perform
+from host_agent.observation import Observation
+from host_agent.phone import Phone, PhoneError
+from host_agent.policy import Decision, ModelUnavailable, Policy, TaskContext
+from host_agent.transcript import TranscriptWriter
+
+MAX_REPEATS = 5
+"""The same action on the same screen this many times ends the attempt."""
+
+
+@dataclass
+class Attempt:
+    """One attempt's evidence and accounting (scoring and fresh looks come after)."""
+
+    evidence: Evidence
+    metrics: RunMetrics
+    tokens: Tokens = field(default_factory=Tokens)
+    cost_usd: float | None = None
+    started_at: str = ""
+    ended_at: str = ""
+
+
+def add_tokens(total: Tokens, more: Tokens | None) -> Tokens:
+    """Field-wise sum; a field stays null until some call reports it."""
+    if more is None:
+        return total
+    def plus(a: int | None, b: int | None) -> int | None:
+        return b if a is None else a if b is None else a + b
+    return Tokens(
+        input_new=plus(total.input_new, more.input_new),
+        cache_read=plus(total.cache_read, more.cache_read),
+        cache_write=plus(total.cache_write, more.cache_write),
+        output=plus(total.output, more.output),
+    )
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.model = self.screen = self.action = 0.0
+        self.first_feedback: float | None = None
+
+    def now_ms(self) -> float:
+        return (time.perf_counter() - self.start) * 1000
+
+
+def _read(phone: Phone, policy: Policy, clock: _Clock) -> tuple[Observation, float]:
+    t0 = time.perf_counter()
+    obs = phone.read(screenshot=policy.wants_screenshots)
+    took = (time.perf_counter() - t0) * 1000
+    clock.screen += took
+    return obs, took
+
+
+def run_attempt(
+    ctx: TaskContext,
+    phone: Phone,
+    policy: Policy,
+    writer: TranscriptWriter,
+    env: ActionEnv,
+    *,
+    max_repeats: int = MAX_REPEATS,
+) -> Attempt:
+    """Drive one task to its end and return the evidence; never raises for phone or model trouble."""
+    task = ctx.task
+    started_at = utc_now()
+    clock = _Clock()
+    reads: list[ScreenRead] = []
+    evidence: dict[str, object] = {"asks": [], "confirmations": []}
+    tokens, cost, cost_known, round_trips = Tokens(), 0.0, True, 0
+    packages: list[str] = []
+    repeats: Counter[tuple[str, str, str]] = Counter()
+    end: EndKind = "error"
+    end_reason = ""
+    step = step_errors = 0
+
+    def remember(obs: Observation, at_step: int) -> None:
+        reads.append(ScreenRead(step=at_step, text=obs.text, package=obs.package, activity=obs.activity))
+        if obs.package and obs.package not in packages:
+            packages.append(obs.package)
+
+    try:
+        obs, read_ms = _read(phone, policy, clock)
+        remember(obs, 0)
+        policy.begin(ctx)
+        feedback: str | None = None
+        while True:
+            if step >= task.max_steps:
+                end, end_reason = "max_steps", f"{task.max_steps} steps"
+                break
+            if clock.now_ms() > task.timeout_sec * 1000:
+                end, end_reason = "timeout", f"{task.timeout_sec} s"
+                break
+            at_ms = clock.now_ms()
+            t0 = time.perf_counter()
+            decision: Decision = policy.decide(obs, feedback)
+            decide_ms = decision.model_ms or (time.perf_counter() - t0) * 1000
+            clock.model += decide_ms
+            tokens = add_tokens(tokens, decision.tokens)
+            round_trips += decision.round_trips
+            if decision.round_trips:
+                if decision.cost_usd is None:
+                    cost_known = False
+                else:
+                    cost += decision.cost_usd
+            step += 1
+            shot = writer.screenshot(step, obs.screenshot) if obs.screenshot else None
+            obs_line = ObservationLine(digest=obs.digest, text=obs.text, package=obs.package,
+                                       activity=obs.activity, screenshot=shot)
+            args: t._Args | None = None
+            error = decision.error
+            if error is None:
+                try:
+                    args = t.parse_call(decision.tool, decision.arguments)
+                except t.ToolCallError as exc:
+                    error = str(exc)
+            action_line = ActionLine(tool=decision.tool, args=_args_dict(decision.arguments),
+                                     raw=None if _parses(decision.arguments) else decision.arguments)
+            timings = StepTimings(screen_read_ms=read_ms, model_ms=decide_ms)
+            if args is None:
+                step_errors += 1
+                writer.step(StepLine(step=step, at_ms=at_ms, observation=obs_line, action=action_line,
+                                     result=ResultLine(ok=False, text=f"error: {error}", error=error),
+                                     timings=timings, tokens=decision.tokens))
+                feedback, read_ms = f"error: {error}", 0.0
+                continue
+            key = (obs.digest, decision.tool, json.dumps(args.model_dump(), sort_keys=True))
+            repeats[key] += 1
+            if repeats[key] >= max_repeats:
+                writer.step(StepLine(step=step, at_ms=at_ms, observation=obs_line, action=action_line,
+                                     result=ResultLine(ok=False, text="not performed: repeated on the same screen"),
+                                     timings=timings, tokens=decision.tokens))
+                end, end_reason = "repeat", f"{decision.tool} {max_repeats} times on the same screen"
+                break
+            result = perform(args, obs, phone, env, step)
+            clock.action += result.action_ms
+            if clock.first_feedback is None:
+                clock.first_feedback = clock.now_ms()
+            timings.action_ms = result.action_ms
+            timings.other_ms = result.waited_ms
+            if result.ask:
+                evidence["asks"].append(result.ask)  # type: ignore[attr-defined]
+            if result.card:
+                evidence["confirmations"].append(result.card)  # type: ignore[attr-defined]
+            if result.hand_over:
+                evidence["hand_over"] = result.hand_over
+            if result.answer is not None:
+                evidence["answer"] = result.answer
+            if not result.ok:
+                step_errors += 1
+            writer.step(StepLine(step=step, at_ms=at_ms, observation=obs_line, action=action_line,
+                                 result=ResultLine(ok=result.ok, text=result.text, error=result.error),
+                                 timings=timings, tokens=decision.tokens))
+            if result.end is not None:
+                end, end_reason = result.end, result.end_reason
+                break
+            obs, read_ms = _read(phone, policy, clock)
+            remember(obs, step)
+            feedback = result.text if result.ok else f"error: {result.error}"
+    except PhoneError as exc:
+        end, end_reason = "error", f"phone: {exc}"
+    except ModelUnavailable as exc:
+        end, end_reason = "error", f"model: {exc}"
+    total = clock.now_ms()
+    metrics = RunMetrics(
+        first_feedback_ms=clock.first_feedback,
+        round_trips=round_trips,
+        model_ms=clock.model,
+        screen_read_ms=clock.screen,
+        action_ms=clock.action,
+        other_ms=max(0.0, total - clock.model - clock.screen - clock.action),
+        total_ms=total,
+    )
+    ev = Evidence.model_validate({
+        **evidence, "end": end, "end_reason": end_reason, "screen_reads": reads, "packages_used": packages,
+        "steps": step, "step_errors": step_errors,
+    })
+    return Attempt(
+        evidence=ev,
+        metrics=metrics,
+        tokens=tokens,
+        cost_usd=cost if (round_trips and cost_known) else None,
+        started_at=started_at,
+        ended_at=utc_now(),
+    )
+
+
+def _parses(arguments: str) -> bool:
+    try:
+        return isinstance(json.loads(arguments or "{}"), dict)
+    except json.JSONDecodeError:
+        return False
+
+
+def _args_dict(arguments: str) -> dict[str, object]:
+    try:
+        value = json.loads(arguments or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,123 @@
+"""The phone as the host agent sees it: uiautomator2 reads and input, with timings.
+
+Every failure to talk to the phone is a `PhoneError`: the attempt then ends as an
+infrastructure error, never as the agent's failure.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from host_agent.observation import Observation, observe_xml
+
+if TYPE_CHECKING:
+    from adbutils import AdbDevice
+
+T = TypeVar("T")
+
+
+class PhoneError(Exception):
+    """The phone could not be reached or refused a harness operation (infrastructure)."""
+
+
+class Phone:
+    """One phone driven through uiautomator2 (a real one or the virtual phone)."""
+
+    def __init__(self, device: Any, adb_device: AdbDevice | None = None) -> None:
+        self.u2 = device
+        self.adb = adb_device
+        self._size: tuple[int, int] | None = None
+
+    @classmethod
+    def connect(cls, adb_device: AdbDevice) -> Phone:
+        """Start (or reuse) the uiautomator2 server on the phone."""
+        import uiautomator2
+
+        return cls(_guard(lambda: uiautomator2.connect(adb_device), "connect"), adb_device)
+
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
+        return _guard(fn, what)
+
+    # --- reads ---------------------------------------------------------------------------------
+    def size(self) -> tuple[int, int]:
+        """Display width and height in pixels."""
+        if self._size is None:
+            info = self._call("deviceInfo", lambda: self.u2.info)
+            self._size = (int(info["displayWidth"]), int(info["displayHeight"]))
+        return self._size
+
+    def foreground(self) -> tuple[str, str]:
+        """Foreground (package, activity)."""
+        current = self._call("app_current", self.u2.app_current)
+        return str(current.get("package", "")), str(current.get("activity", ""))
+
+    def read(self, *, screenshot: bool = False) -> Observation:
+        """Dump the hierarchy, ask for the foreground app, convert; optionally take a JPEG."""
+        t0 = time.perf_counter()
+        xml = self._call("dump_hierarchy", self.u2.dump_hierarchy)
+        t1 = time.perf_counter()
+        package, activity = self.foreground()
+        t2 = time.perf_counter()
+        obs = observe_xml(xml, package=package, activity=activity)
+        t3 = time.perf_counter()
+        obs.timings_ms = {"dump": (t1 - t0) * 1000, "foreground": (t2 - t1) * 1000, "convert": (t3 - t2) * 1000}
+        if screenshot:
+            obs.screenshot = self.screenshot_jpeg()
+            obs.timings_ms["screenshot"] = (time.perf_counter() - t3) * 1000
+        return obs
+
+    def screenshot_jpeg(self, quality: int = 80) -> bytes:
+        """The screen as JPEG bytes."""
+        import base64
+
+        data = self._call("takeScreenshot", lambda: self.u2.jsonrpc.takeScreenshot(1, quality))
+        if not data:
+            raise PhoneError("takeScreenshot returned nothing")
+        return base64.b64decode(data)
+
+    # --- input ---------------------------------------------------------------------------------
+    def tap(self, x: int, y: int) -> None:
+        """Tap a point."""
+        self._call("click", lambda: self.u2.click(x, y))
+
+    def long_press(self, x: int, y: int, seconds: float = 0.8) -> None:
+        """Touch and hold a point."""
+        self._call("long_click", lambda: self.u2.long_click(x, y, seconds))
+
+    def swipe(self, x1: int, y1: int, x2: int, y2: int, seconds: float = 0.2) -> None:
+        """Drag from one point to another."""
+        self._call("swipe", lambda: self.u2.swipe(x1, y1, x2, y2, seconds))
+
+    def type_text(self, text: str) -> None:
+        """Type into the focused field."""
+        self._call("send_keys", lambda: self.u2.send_keys(text))
+
+    def press(self, key: str) -> None:
+        """Press a key by name (back, home, enter…)."""
+        self._call("press", lambda: self.u2.press(key))
+
+    def launch(self, package: str, *, stop: bool = False) -> None:
+        """Start an app's launcher activity (optionally force-stopping it first: a fresh start)."""
+        self._call("app_start", lambda: self.u2.app_start(package, stop=stop))
+
+    def stop(self, package: str) -> None:
+        """Force-stop an app."""
+        self._call("app_stop", lambda: self.u2.app_stop(package))
+
+    def shell(self, argv: list[str], timeout: float = 30) -> str:
+        """Run a command (argv, never a shell string built from input) and return its output."""
+        if self.adb is None:
+            raise PhoneError("no adb device handle for shell")
+        adb = self.adb
+        return self._call("shell", lambda: str(adb.shell(argv, timeout=timeout)))
+
+
+def _guard(fn: Callable[[], T], what: str) -> T:
+    try:
+        return fn()
+    except PhoneError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever u2/adbutils raise, the phone is unusable
+        raise PhoneError(f"{what}: {type(exc).__name__}: {exc}".strip()) from exc

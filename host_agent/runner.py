@@ -1,0 +1,100 @@
+"""One task end to end on one phone: attempt, the harness's own looks, score, transcript, eval tree."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from farm.scoring import score
+from farm.scoring.evidence import Evidence, ScoreResult
+from farm.scoring.transcript import FinalFile
+from farm.taskset.model import Task
+from host_agent.actions import ActionEnv
+from host_agent.evalout import EvalTree, LineCheck, LineMetrics, LineTokens, ScoreLine
+from host_agent.loop import Attempt, run_attempt
+from host_agent.phone import Phone, PhoneError
+from host_agent.policy import Policy, TaskContext
+from host_agent.transcript import TranscriptWriter
+from host_agent.verify import verify
+
+_HOME_PACKAGES = ("com.android.launcher3", "com.android.systemui")
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A task resolved for one phone (what the executor's ResolvedTask carries)."""
+
+    task: Task
+    directory: str = ""
+    apps: Mapping[str, str] = field(default_factory=dict)
+    probes: Mapping[str, str] = field(default_factory=dict)
+    markers: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TaskReport:
+    """What running one task produced."""
+
+    line: ScoreLine
+    result: ScoreResult
+    evidence: Evidence
+    attempt: Attempt
+
+
+def run_task(
+    spec: TaskSpec,
+    phone: Phone,
+    policy: Policy,
+    tree: EvalTree,
+    *,
+    execution: str = "live",
+    installed: Iterable[str] = (),
+) -> TaskReport:
+    """Run, verify, score and record one task; phone trouble becomes an `error` outcome, never a raise."""
+    task = spec.task
+    known = frozenset(installed)
+    writer = TranscriptWriter(tree.root / task.id / "run")
+    env = ActionEnv(answers=task.answers, apps=spec.apps, installed=known)
+    try:
+        phone.press("home")
+        attempt = run_attempt(TaskContext(task=task, apps=spec.apps), phone, policy, writer, env)
+    except PhoneError as exc:  # the phone was gone before the first read
+        writer.close()
+        attempt = _failed_start(str(exc))
+    evidence = attempt.evidence.model_copy(update={"probes": dict(spec.probes)})
+    try:
+        evidence = verify(task, evidence, phone, installed=known)
+    except PhoneError as exc:
+        evidence = evidence.model_copy(update={"end": "error", "end_reason": f"phone (verification): {exc}"})
+    result = score(task, evidence)
+    writer.final(FinalFile(
+        task_id=task.id, run=tree.run, evidence=evidence, outcome=result.outcome, passed=result.passed,
+        checks=result.checks, reasons=result.reasons, failure_category=result.failure_category,
+        takeover_kind=result.takeover_kind, metrics=attempt.metrics, tokens=attempt.tokens,
+        cost_usd=attempt.cost_usd,
+    ))
+    used = [p for p in evidence.packages_used if p not in _HOME_PACKAGES]
+    tokens = attempt.tokens
+    line = ScoreLine(
+        id=task.id, category=spec.directory or task.category, partition=task.partition, expect=task.expect,
+        outcome=result.outcome, passed=result.passed,
+        checks=[LineCheck(type=c.type, passed=c.passed, detail=c.detail) for c in result.checks],
+        answer=evidence.answer, reason="; ".join(result.reasons) or None, failure_category=result.failure_category,
+        takeover_kind=result.takeover_kind, steps=evidence.steps,
+        tokens=LineTokens(input=tokens.input_new, cache_read=tokens.cache_read, cache_write=tokens.cache_write,
+                          output=tokens.output),
+        cost_usd=attempt.cost_usd, metrics=LineMetrics.of(attempt.metrics), markers=list(spec.markers),
+        execution=execution, started_at=attempt.started_at, ended_at=attempt.ended_at,
+        app_package=used[-1] if used else None, step_errors=evidence.step_errors,
+    )
+    tree.add(line)
+    return TaskReport(line=line, result=result, evidence=evidence, attempt=attempt)
+
+
+def _failed_start(reason: str) -> Attempt:
+    from farm.manifest import utc_now
+    from farm.results.record import RunMetrics
+
+    now = utc_now()
+    return Attempt(evidence=Evidence(end="error", end_reason=f"phone: {reason}"), metrics=RunMetrics(),
+                   started_at=now, ended_at=now)

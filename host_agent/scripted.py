@@ -1,0 +1,154 @@
+"""The scripted policy: deterministic steps per task id (demo and tests on the virtual phone).
+
+A script is YAML, `fixtures/scripts/<task id>.yaml`:
+
+    steps:
+      - launch: {capability: calculator}
+      - tap: "7"                          # shorthand for {at: {text: "7"}}
+      - tap: {at: {resource_id: eq}}
+      - type: {text: "buy milk {marker}", into: {resource_id: body}}
+      - answer: {text: "结果是 {read:result}"}
+
+Selectors (`at`, `into`): text, resource_id, desc, contains, after (the node following the one
+whose text is given). Values may use `{marker}` (the task's resolved marker), `{read:<id>}` (text
+of the node with that resource id) and `{after:<text>}` (text of the node following that text).
+A step `raw: {tool, arguments}` sends a call verbatim (to exercise malformed calls). A selector
+that finds nothing ends the script with give_up: scripts fail loudly, never tap at random.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+
+from farm.errors import FarmError
+from host_agent.observation import Observation, UiNode
+from host_agent.policy import Decision, TaskContext
+
+DEFAULT_SCRIPTS = Path(__file__).resolve().parent.parent / "fixtures" / "scripts"
+_VALUE = re.compile(r"\{(marker|read:[^{}]+|after:[^{}]+)\}")
+_SELECTOR_KEYS = ("text", "resource_id", "desc", "contains", "after")
+
+
+class Script(BaseModel):
+    """The steps for one task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    steps: list[dict[str, JsonValue]] = Field(min_length=1)
+    """One `{tool: args}` mapping per step."""
+    note: str | None = None
+    """Why the script does what it does."""
+
+
+def load_scripts(root: Path | None = None) -> dict[str, Script]:
+    """Every `<id>.yaml` under `root` (default fixtures/scripts/); FarmError on a bad file."""
+    folder = root or DEFAULT_SCRIPTS
+    scripts: dict[str, Script] = {}
+    for path in sorted(folder.glob("*.yaml")):
+        try:
+            scripts[path.stem] = Script.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+        except (yaml.YAMLError, ValidationError) as exc:
+            raise FarmError(f"{path}: not a valid script ({str(exc).splitlines()[0]})") from None
+    return scripts
+
+
+class ScriptError(Exception):
+    """A script step could not be resolved against the screen."""
+
+
+def _select(obs: Observation, sel: Any) -> UiNode:
+    if isinstance(sel, str):
+        sel = {"text": sel}
+    if not isinstance(sel, dict) or not set(sel) <= set(_SELECTOR_KEYS):
+        raise ScriptError(f"bad selector {sel!r}")
+    if "after" in sel:
+        anchor = obs.find(text=str(sel["after"]))
+        follower = obs.node(anchor.ref + 1) if anchor else None
+        if follower is None:
+            raise ScriptError(f"nothing after {sel['after']!r} on screen")
+        return follower
+    node = obs.find(**{k: str(v) for k, v in sel.items()})
+    if node is None:
+        raise ScriptError(f"no element {sel} on screen")
+    return node
+
+
+def _fill(text: str, obs: Observation, ctx: TaskContext) -> str:
+    def value(m: re.Match[str]) -> str:
+        key = m.group(1)
+        if key == "marker":
+            return ctx.task.marker or ""
+        kind, _, arg = key.partition(":")
+        node = _select(obs, {"resource_id": arg} if kind == "read" else {"after": arg})
+        return node.text or node.desc
+
+    return _VALUE.sub(value, text)
+
+
+class ScriptedPolicy:
+    """Plays the script of the current task; gives up when there is none or it runs out."""
+
+    name = "scripted"
+    wants_screenshots = False
+
+    def __init__(self, scripts: dict[str, Script] | None = None) -> None:
+        self.scripts = load_scripts() if scripts is None else scripts
+        self._ctx: TaskContext | None = None
+        self._steps: list[dict[str, JsonValue]] = []
+        self._next = 0
+
+    def begin(self, ctx: TaskContext) -> None:
+        """Load the task's script."""
+        self._ctx = ctx
+        script = self.scripts.get(ctx.task.id)
+        self._steps = list(script.steps) if script else []
+        self._next = 0
+
+    def decide(self, obs: Observation, feedback: str | None) -> Decision:
+        """The next scripted call, resolved against the current screen."""
+        assert self._ctx is not None, "begin() first"
+        if not self._steps:
+            return _give_up(f"no script for task {self._ctx.task.id}")
+        if self._next >= len(self._steps):
+            return _give_up("script ended without finishing the task")
+        step = self._steps[self._next]
+        self._next += 1
+        if len(step) != 1:
+            return _give_up(f"script step {self._next} must have exactly one tool: {step}")
+        tool, raw = next(iter(step.items()))
+        try:
+            if tool == "raw" and isinstance(raw, dict):
+                return Decision(tool=str(raw.get("tool", "")), arguments=str(raw.get("arguments", "")))
+            return Decision(tool=tool, arguments=json.dumps(self._resolve(tool, raw, obs), ensure_ascii=False))
+        except ScriptError as exc:
+            return _give_up(f"script step {self._next} ({tool}): {exc}")
+
+    def _resolve(self, tool: str, raw: Any, obs: Observation) -> dict[str, Any]:
+        assert self._ctx is not None
+        if raw is None:
+            return {}
+        if tool in ("tap", "long_press") and not (isinstance(raw, dict) and ("ref" in raw or "x" in raw)):
+            sel = raw.get("at") if isinstance(raw, dict) else raw
+            return {"ref": _select(obs, sel).ref}
+        if not isinstance(raw, dict):
+            raw = {"text": raw} if tool in ("answer", "type") else {"reason": raw} if tool != "ask_user" else {
+                "question": raw}
+        out: dict[str, Any] = {}
+        for key, value in raw.items():
+            if key == "into":
+                out["ref"] = _select(obs, value).ref
+            elif isinstance(value, str):
+                out[key] = _fill(value, obs, self._ctx)
+            else:
+                out[key] = value
+        return out
+
+
+def _give_up(reason: str) -> Decision:
+    return Decision(tool="give_up", arguments=json.dumps({"reason": reason}, ensure_ascii=False))

@@ -1,0 +1,64 @@
+"""Scripted policy on the virtual phone: one task per category behaves as expected."""
+
+from pathlib import Path
+from typing import Any
+
+from host_agent.evalout import EvalTree
+from host_agent.runner import TaskReport, run_task
+from host_agent.scripted import Script, ScriptedPolicy
+from tests.helpers.host import host_phone, installed, task_spec
+
+
+def _run(sim: Any, tmp_path: Path, task_id: str, scripts: dict[str, Script] | None = None) -> TaskReport:
+    phone = host_phone(sim)
+    tree = EvalTree(tmp_path / "eval" / "r1", "r1")
+    return run_task(task_spec(task_id, phone), phone, ScriptedPolicy(scripts), tree,
+                    execution="simulated", installed=installed(sim))
+
+
+def test_calculator_read_passes_by_answer_regex(virtual_phone: Any, tmp_path: Path) -> None:
+    report = _run(virtual_phone, tmp_path, "calculator-multiply")
+    assert (report.result.outcome, report.result.passed) == ("succeeded", True), report.result.reasons
+    assert [c.type for c in report.result.checks if c.passed] == ["answer_regex", "answer_grounded"]
+
+
+def test_android_version_read_passes_against_the_probe(virtual_phone: Any, tmp_path: Path) -> None:
+    report = _run(virtual_phone, tmp_path, "settings-android-version")
+    assert report.result.passed, report.result.reasons
+    assert virtual_phone.profile.android_release in (report.evidence.answer or "")
+
+
+def test_note_with_marker_is_found_by_a_fresh_look(virtual_phone: Any, tmp_path: Path) -> None:
+    report = _run(virtual_phone, tmp_path, "notes-shopping-list")
+    assert report.result.passed, report.result.reasons
+    looks = report.evidence.fresh_looks
+    assert looks and looks[0].package == "dev.agentfarm.notes" and "AF-r1-note" in looks[0].text
+    assert report.line.markers == ["AF-r1-note"]
+
+
+def test_messenger_send_ends_at_a_checked_confirmation_card(virtual_phone: Any, tmp_path: Path) -> None:
+    report = _run(virtual_phone, tmp_path, "messenger-send-self")
+    assert (report.result.outcome, report.result.passed) == ("confirmation", True), report.result.reasons
+    assert report.result.checks[0].type == "confirmation_shows" and report.result.checks[0].passed
+    # The harness never sends: no stored message carries the marker.
+    from farm.sim.apps.messenger import MessengerApp
+
+    messages = MessengerApp(virtual_phone.state.ui).messages()
+    assert not any("AF-r1-msg" in m["text"] for conv in messages.values() for m in conv)
+
+
+def test_shop_login_wall_ends_as_takeover_login(virtual_phone: Any, tmp_path: Path) -> None:
+    report = _run(virtual_phone, tmp_path, "shop-my-orders")
+    assert (report.result.outcome, report.result.takeover_kind, report.result.passed) == ("takeover", "login", True)
+
+
+def test_impossible_task_ends_failed_and_passes(virtual_phone: Any, tmp_path: Path) -> None:
+    report = _run(virtual_phone, tmp_path, "settings-upgrade-android-99")
+    assert (report.result.outcome, report.result.passed) == ("failed", True)
+
+
+def test_wrong_answer_fails(virtual_phone: Any, tmp_path: Path) -> None:
+    wrong = Script(steps=[{"launch": {"capability": "calculator"}}, {"answer": "123×456 = 56,086"}])
+    report = _run(virtual_phone, tmp_path, "calculator-multiply", {"calculator-multiply": wrong})
+    assert (report.result.outcome, report.result.passed, report.result.failure_category) == (
+        "failed", False, "perception")
