@@ -123,8 +123,8 @@ def create_app(store: SessionStore | None = None) -> FastAPI:
 
     @app.get("/s/{sid}/contact", response_class=HTMLResponse)
     def contact(sid: str) -> HTMLResponse:
-        session(sid, "contact_form")
-        return _page("contact.html", base=f"/s/{sid}", sent=None)
+        state = session(sid, "contact_form")
+        return _page("contact.html", base=f"/s/{sid}", sent=None, note=data.support_note(state.seed))
 
     @app.post("/s/{sid}/contact", response_class=HTMLResponse)
     async def send_contact(sid: str, request: Request) -> HTMLResponse:
@@ -134,7 +134,7 @@ def create_app(store: SessionStore | None = None) -> FastAPI:
             name=form.get("name", [""])[0], email=form.get("email", [""])[0], message=form.get("message", [""])[0]
         )
         sessions.update(state)
-        return _page("contact.html", base=f"/s/{sid}", sent=state.contact)
+        return _page("contact.html", base=f"/s/{sid}", sent=state.contact, note=data.support_note(state.seed))
 
     @app.get("/s/{sid}/inventory", response_class=HTMLResponse)
     def inventory(sid: str, category: str = "") -> HTMLResponse:

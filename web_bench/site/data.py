@@ -130,6 +130,12 @@ def contact_details(seed: int) -> tuple[str, str, str]:
     return f"{first} {last}", email, f"Hello, {rng.choice(_SUBJECTS)} (reference {ref})."
 
 
+def support_note(seed: int) -> str:
+    """The contact page's seeded line about the support desk."""
+    rng = rng_for("contact_form:page", seed)
+    return f"The {rng.choice(_ADJECTIVES)} support desk answers within {rng.randint(2, 48)} hours."
+
+
 def _sku(rng: random.Random, root: str, used: set[str]) -> str:
     while True:
         sku = f"{root.replace(' ', '')[:2].upper()}-{rng.randint(1000, 9999)}"

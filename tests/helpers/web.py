@@ -1,0 +1,86 @@
+"""Builders and fixtures of the web lane tests: one site and one Chromium per test module, a fresh
+context (or phone tab) per run, and `WebRun` lines for report fixtures."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, sync_playwright
+
+from web_bench.browser.android_chrome import AndroidChromeBackend
+from web_bench.browser.chromium import CHROMIUM_ARGS, DebuggableChromium, find_chromium
+from web_bench.browser.contract import BackendName, BrowserBackend
+from web_bench.browser.playwright_backend import PlaywrightBackend
+from web_bench.results import Timings, TokenCounts, Validation, WebRun
+from web_bench.site.server import SiteServer
+
+BackendFactory = Callable[[BackendName], BrowserBackend]
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[SiteServer]:
+    """The task site on a free loopback port, for the whole module."""
+    with SiteServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def chromium_browser() -> Iterator[Browser]:
+    """One headless Chromium per module (runs get fresh contexts from it)."""
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS, headless=True)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def devtools_chromium() -> Iterator[DebuggableChromium]:
+    """A Chromium with remote debugging: the browser behind the virtual phone's Chrome socket."""
+    with DebuggableChromium() as chromium:
+        yield chromium
+
+
+@pytest.fixture
+def make_backend(
+    request: pytest.FixtureRequest, site: SiteServer, chromium_browser: Browser
+) -> Iterator[BackendFactory]:
+    """Factory: `make_backend("playwright")` or `make_backend("android-chrome")` (starts a virtual
+    phone whose Chrome socket is bridged to the module's debuggable Chromium)."""
+    opened: list[BrowserBackend] = []
+
+    def make(name: BackendName) -> BrowserBackend:
+        backend: BrowserBackend
+        if name == "playwright":
+            backend = PlaywrightBackend(browser=chromium_browser)
+        else:
+            from farm.sim.profile import default_profile
+
+            chromium: DebuggableChromium = request.getfixturevalue("devtools_chromium")
+            profile = default_profile()
+            profile.chrome_devtools = chromium.endpoint
+            phone = request.getfixturevalue("virtual_farm")(1, profile=profile)[0]
+            backend = AndroidChromeBackend(site.port, phone.serial, adb_port=phone.adb_port)
+        opened.append(backend)
+        return backend
+
+    yield make
+    for backend in opened:
+        backend.close()
+
+
+def web_run(**fields: Any) -> WebRun:
+    """A results line with defaults; override any field (snake_case names)."""
+    base: dict[str, Any] = {
+        "benchmark_suite_version": 2, "run_id": "fixture", "task": "order_lookup", "seed": 1, "trial": 1,
+        "backend": "playwright", "order_in_pair": 1, "first_backend": "playwright", "policy": "scripted",
+        "success": True, "status": "completed", "timeout_ms": 1000,
+        "validation": Validation(passed=True, state_ok=True, answer_ok=True, detail="fixture"),
+        "timings": Timings(completion_ms=100.0), "tokens": TokenCounts(),
+        "started_at": "2026-01-01T00:00:00Z", "ended_at": "2026-01-01T00:00:01Z",
+    }
+    base.update(fields)
+    if "pair_id" not in base:
+        base["pair_id"] = f"{base['task']}:{base['seed']}:{base['trial']}"
+    return WebRun(**base)
