@@ -144,6 +144,7 @@ class _Checker:
             self.add(p, "id", "web-id", f"web task id {t.id!r} does not start with 'web-'",
                      f"rename to web-{t.id} (file and id)")
         self.placeholders(lt)
+        self.accounts(lt)
         self.write(lt)
         self.irreversible(lt)
         self.asks(lt)
@@ -189,6 +190,20 @@ class _Checker:
             self.add(path, fld, "probe", str(exc), f"write it as {name}" + (":<param>" if spec.parameterised else ""))
             return False
         return True
+
+    def accounts(self, lt: LoadedTask) -> None:
+        t, p = lt.task, lt.path
+        signed = [r for r in t.requires if r.startswith(("signedIn:", "login:"))]
+        if t.category == "barrier" and signed:
+            self.add(p, "requires", "barrier-signed-in", f"barrier task declares {signed[0]!r}",
+                     "drop it: a task that declares the user signed in cannot expect a login barrier")
+        if t.category != "irreversible":
+            return
+        for pkg in (a for a in t.apps if not placeholders.find(a)):
+            if f"signedIn:{pkg}" not in t.requires and f"login:{pkg}" not in t.requires:
+                self.add(p, "requires", "irreversible-signed-in",
+                         f"irreversible task in {pkg} does not require signedIn:{pkg}",
+                         f'add "signedIn:{pkg}" and say in note what the user must confirm before it runs')
 
     def write(self, lt: LoadedTask) -> None:
         t, p = lt.task, lt.path

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from farm.taskset.loader import load_taskset
 from tests.helpers.taskset import TaskSetBuilder, tasks_cli
 
 FARM = Path(sys.executable).with_name("farm")
@@ -20,6 +21,12 @@ def test_shipped_task_set_passes() -> None:
                           timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "ok: " in proc.stdout
+
+
+def test_shipped_tasks_explain_themselves() -> None:
+    tasks = load_taskset(REPO / "tasks")
+    assert len(tasks) >= 90
+    assert [lt.task.id for lt in tasks if not (lt.task.note or "").strip()] == []
 
 
 def test_console_script_exit_2_on_violation(taskset: TaskSetBuilder) -> None:

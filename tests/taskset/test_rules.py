@@ -201,6 +201,19 @@ def test_irreversible_checks_the_card(taskset: TaskSetBuilder) -> None:
                 "\"content\"/\"amount\": …}")
 
 
+def test_irreversible_third_party_task_requires_signed_in(taskset: TaskSetBuilder) -> None:
+    path = taskset.edit("irrev-2", requires=[f"installed:{MESSENGER}"])
+    assert_only(taskset, "irreversible-signed-in", f"{path}: requires: irreversible task in {MESSENGER} does not "
+                f"require signedIn:{MESSENGER} — add \"signedIn:{MESSENGER}\" and say in note what the user must "
+                "confirm before it runs")
+
+
+def test_barrier_task_does_not_declare_signed_in(taskset: TaskSetBuilder) -> None:
+    path = taskset.edit("barrier-0", requires=[f"installed:{THIRD_PARTY}", f"signedIn:{THIRD_PARTY}"])
+    assert_only(taskset, "barrier-signed-in", f"{path}: requires: barrier task declares 'signedIn:{THIRD_PARTY}' — "
+                "drop it: a task that declares the user signed in cannot expect a login barrier")
+
+
 def test_asking_task_carries_answers(taskset: TaskSetBuilder) -> None:
     path = taskset.edit("content-7", checks=[{"type": "asked_user"}])
     assert_only(taskset, "answers", f"{path}: answers: task expects the agent to ask but has no answers — "
