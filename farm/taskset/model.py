@@ -222,3 +222,10 @@ class Task(_Model):
                 if isinstance(value, str) and name != "type":
                     out.append((f"checks[{i}].{name}", value))
         return out
+
+
+def goal_for_channel(goal: str, channel: Channel | None) -> str:
+    """The goal as said when a channel is forced (`evalChannel`): web prefixes 「用网页」 unless the goal says it."""
+    if channel == "web" and "网页" not in goal:
+        return f"用网页{goal}"
+    return goal

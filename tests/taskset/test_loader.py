@@ -8,7 +8,7 @@ import pytest
 
 from farm.errors import FarmError
 from farm.taskset.loader import load_taskset, select_tasks
-from farm.taskset.model import AnswerRegex, Task
+from farm.taskset.model import AnswerRegex, Task, goal_for_channel
 from tests.helpers.taskset import TaskSetBuilder, minimal_task
 
 
@@ -85,3 +85,10 @@ def test_answer_regex_with_probe_placeholder_compiles() -> None:
 def test_requires_prefix_is_validated() -> None:
     with pytest.raises(ValueError, match="must be one of installed:<name>"):
         Task.model_validate(minimal_task("read/shopping", 1) | {"requires": ["com.taobao.taobao"]})
+
+
+def test_goal_for_channel_prefixes_web_once() -> None:
+    assert goal_for_channel("查一下长城有多长", "web") == "用网页查一下长城有多长"
+    assert goal_for_channel("用网页查一下长城有多长", "web") == "用网页查一下长城有多长"
+    assert goal_for_channel("查一下长城有多长", "app") == "查一下长城有多长"
+    assert goal_for_channel("查一下长城有多长", None) == "查一下长城有多长"
