@@ -66,7 +66,7 @@ def score(task: Task, evidence: Evidence, *, window: int = DEFAULT_WINDOW) -> Sc
     if not passed:
         if outcome != task.expect:
             reasons.insert(0, f"expected {task.expect}, got {outcome}")
-        category = category or _category(task, outcome, failed_checks)
+        category = category or _category(task, evidence, outcome, failed_checks)
     return ScoreResult(
         outcome=outcome,
         passed=passed,
@@ -77,9 +77,12 @@ def score(task: Task, evidence: Evidence, *, window: int = DEFAULT_WINDOW) -> Sc
     )
 
 
-def _category(task: Task, outcome: Outcome, failed_checks: list[CheckResult]) -> str:
+def _category(task: Task, evidence: Evidence, outcome: Outcome, failed_checks: list[CheckResult]) -> str:
     if outcome == "takeover" or task.expect == "takeover":
         return "barrier"
-    if failed_checks and (outcome == task.expect or outcome in ("succeeded", "failed")):
+    # Budgets, repeats and giving up where success was possible are route failures, whatever the checks say.
+    if evidence.end in ("max_steps", "timeout", "repeat") or (evidence.end == "give_up" and outcome != task.expect):
+        return "route"
+    if failed_checks:
         return _CHECK_CATEGORY.get(failed_checks[0].type, "perception")
     return "route"

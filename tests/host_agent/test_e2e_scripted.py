@@ -62,3 +62,19 @@ def test_wrong_answer_fails(virtual_phone: Any, tmp_path: Path) -> None:
     report = _run(virtual_phone, tmp_path, "calculator-multiply", {"calculator-multiply": wrong})
     assert (report.result.outcome, report.result.passed, report.result.failure_category) == (
         "failed", False, "perception")
+
+
+def test_phone_that_disconnects_mid_task_is_an_infrastructure_error(virtual_farm: Any, tmp_path: Path) -> None:
+    from farm.sim.profile import FaultSpec
+
+    sim = virtual_farm(1, faults=FaultSpec(disconnect_after_s=4.0))[0]
+    slow = Script(steps=[{"launch": {"capability": "calculator"}}, *[{"wait": {"seconds": 0.5 + i / 100}} for i in range(40)],
+                         {"answer": "never"}])
+    phone = host_phone(sim)
+    spec = task_spec("calculator-multiply", phone)
+    report = run_task(spec.__class__(**{**spec.__dict__, "task": spec.task.model_copy(update={"max_steps": 60})}),
+                      phone, ScriptedPolicy({"calculator-multiply": slow}), EvalTree(tmp_path / "r1", "r1"),
+                      execution="simulated", installed=installed(sim))
+    assert (report.result.outcome, report.result.failure_category) == ("error", "infrastructure")
+    assert report.result.reasons[0].startswith("phone")
+    assert report.line.outcome == "error"

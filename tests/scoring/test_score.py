@@ -104,3 +104,9 @@ def test_asked_user_failure_is_clarification() -> None:
     task = make_task(checks=[{"type": "asked_user"}], answers={"几点": "7点"})
     result = score(task, make_evidence(answer="设好了"))
     assert result.failure_category == "clarification"
+
+
+def test_repeat_ending_is_route_even_when_answer_checks_fail() -> None:
+    task = make_task(checks=[{"type": "answer_regex", "pattern": "x"}])
+    result = score(task, make_evidence(end="repeat"))
+    assert (result.outcome, result.failure_category) == ("failed", "route")
