@@ -1,0 +1,183 @@
+"""`farm run` end to end on virtual phones (real adb server on a private port)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from farm.android.lane import RunRequest, run
+from farm.android.paths import raw_dir
+from farm.errors import FarmError
+from farm.results.stats import wilson
+from farm.results.store import read_records
+from farm.sim.profile import FaultSpec, default_profile
+from tests.helpers.records import write_tasks
+
+TUNE = 5  # tune tasks in SMALL_TASKS
+
+
+def _request(tmp_path: Path, **kw: object) -> RunRequest:
+    tasks = tmp_path / "tasks"
+    if not tasks.exists():
+        write_tasks(tasks)
+    base: dict[str, object] = {
+        "split": "tune", "all_phones": True, "tasks_dir": tasks, "runs_dir": tmp_path / "runs",
+        "show_progress": False, "config": None, "idle_timeout_s": 60,
+    }
+    base.update(kw)
+    return RunRequest(**base)  # type: ignore[arg-type]
+
+
+def _table(md: str, heading: str) -> dict[str, list[str]]:
+    section = md.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    rows = [ln for ln in section.splitlines() if ln.startswith("|") and not ln.startswith("|---")][1:]
+    return {cells[0]: cells[1:] for cells in ([c.strip() for c in r.strip("|").split("|")] for r in rows)}
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{x * 100:.1f}%"
+
+
+def test_two_phones_report_numbers_equal_a_recomputation_from_raw_scores(virtual_farm, tmp_path: Path) -> None:
+    phones = virtual_farm(2)
+    result = run(_request(tmp_path, run_id="r-two", price_in=1.0, price_out=4.0, price_cached=0.1))
+    run_dir = result.run_dir
+    md = (run_dir / "report.md").read_text(encoding="utf-8")
+    # Recompute from the pulled raw scores.jsonl of each phone, plus the harness skips.
+    attempted = passed = 0
+    per_cat: dict[str, list[int]] = {}
+    directory = {"sys-version": "read/system", "calc-add": "read/content", "notes-new": "write",
+                 "imp-time-machine": "impossible", "irrev-send": "irreversible"}
+    costs: list[float | None] = []
+    for phone in phones:
+        lines = (raw_dir(run_dir, phone.serial, "tune") / "scores.jsonl").read_text(encoding="utf-8").splitlines()
+        scores = [json.loads(ln) for ln in lines if ln.strip()]
+        assert {s["id"] for s in scores} == set(directory) - {"irrev-send"}
+        for s in scores:
+            if s["outcome"] == "skipped":
+                continue
+            ok = bool(s["passed"]) and s["outcome"] != "error"
+            attempted += 1
+            passed += ok
+            cat = per_cat.setdefault(directory[s["id"]], [0, 0])
+            cat[0] += 1
+            cat[1] += ok
+            costs.append(s["costUsd"])
+    overall = _table(md, "Overall")["all"]
+    r = wilson(passed, attempted)
+    assert overall[:4] == [str(attempted), str(passed), "0", _pct(r.rate)]
+    assert overall[4] == f"{_pct(r.low)} – {_pct(r.high)}"
+    cats = _table(md, "By category")
+    for cat, (a, p) in per_cat.items():
+        assert cats[cat][:2] == [str(a), str(p)]
+    assert cats["irreversible"][:2] == ["0", "0"]
+    assert set(_table(md, "By phone")) == {"Pixel 7 #1", "Pixel 7 #2"}
+    known = [c for c in costs if c is not None]
+    assert known, "prices were given, so the simulated agent reports costs"
+    cost_row = _table(md, "Tokens and cost")["cost_usd"]
+    assert cost_row == [
+        f"{sum(known):,.4f}" + (f" ({len(costs) - len(known)} unknown)" if len(known) < len(costs) else ""),
+        str(len(known)),
+        str(len(costs) - len(known)),
+    ]
+    skipped = _table(md, "Skipped (2)")
+    assert skipped["irrev-send"][1].startswith("irreversible task not allowed")
+    for phone in phones:
+        assert phone.serial not in md
+    records = read_records(run_dir / "records.jsonl")
+    assert len(records) == 2 * TUNE and all(r.execution == "simulated" for r in records)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "finished" and {p["agent_version"] for p in manifest["phones"]} == {"0.9.0"}
+    assert [t["id"] for t in manifest["tasks"]] and all(len(t["sha256"]) == 64 for t in manifest["tasks"])
+
+
+def test_probe_values_reach_the_checks_in_the_pushed_bundle(virtual_farm, tmp_path: Path) -> None:
+    phone = virtual_farm(1)[0]
+    result = run(_request(tmp_path, run_id="r-probe"))
+    bundle = phone.state.host_path(f"/sdcard/Android/data/dev.agentfarm.simagent/files/eval-tasks/{result.run_id}.json")
+    tasks = {t["id"]: t for t in json.loads(bundle.read_text(encoding="utf-8"))["tasks"]}
+    assert tasks["sys-version"]["checks"][0]["text"] == phone.profile.android_release
+    assert tasks["calc-add"]["apps"] == ["com.android.calculator2"]
+    assert tasks["notes-new"]["marker"] == f"AF-{result.run_id}-n1"
+
+
+def test_missing_capability_skips_with_its_reason(virtual_farm, tmp_path: Path) -> None:
+    profile = default_profile()
+    profile.packages = [p for p in profile.packages if p.name != "com.android.calculator2"]
+    virtual_farm(1, profile=profile)
+    result = run(_request(tmp_path, run_id="r-nocalc"))
+    calc = next(r for r in result.phones[0].records if r.task_id == "calc-add")
+    assert calc.outcome == "skipped"
+    assert calc.reasons == ["capability missing: calculator (no app handles its intent)"]
+
+
+def test_rerun_with_the_same_run_id_is_refused(virtual_farm, tmp_path: Path) -> None:
+    virtual_farm(1)
+    run(_request(tmp_path, run_id="r-same"))
+    with pytest.raises(FarmError, match="already exists"):
+        run(_request(tmp_path, run_id="r-same"))
+
+
+def test_crash_ending_is_recorded_as_such(virtual_farm, tmp_path: Path) -> None:
+    virtual_farm(1, faults=FaultSpec(instrument_crash_after_tasks=1))
+    result = run(_request(tmp_path, run_id="r-crash"))
+    outcome = result.phones[0].outcome
+    assert outcome is not None and outcome.crashed
+    assert outcome.infrastructure_error == "instrumentation: Process crashed."
+    records = result.phones[0].records
+    ran = [r for r in records if r.outcome != "skipped"]
+    errors = [r for r in ran if r.outcome == "error"]
+    assert len(ran) == TUNE - 1 and len(errors) == TUNE - 2
+    assert any(r.reasons[0] == "agent process crashed while executing this task" for r in errors)
+    assert all(r.failure_kind == "infrastructure" for r in errors)
+
+
+def test_watchdog_stops_a_silent_phone_and_keeps_what_finished(virtual_farm, tmp_path: Path) -> None:
+    virtual_farm(1, faults=FaultSpec(instrument_stop_after_tasks=2))
+    result = run(_request(tmp_path, run_id="r-idle", idle_timeout_s=2))
+    records = [r for r in result.phones[0].records if r.outcome != "skipped"]
+    finished = [r for r in records if r.outcome != "error"]
+    unfinished = [r for r in records if r.outcome == "error"]
+    assert len(finished) == 2 and len(unfinished) == TUNE - 3
+    assert all("watchdog" in r.reasons[0] and r.failure_kind == "infrastructure" for r in unfinished)
+
+
+def test_disconnect_mid_run_gives_infrastructure_errors_and_the_other_phone_completes(
+    virtual_farm, tmp_path: Path
+) -> None:
+    steady = virtual_farm(1)[0]
+    slow = default_profile()
+    slow.agent.time_scale = 10.0  # 3 s per simulated task
+    dropping = virtual_farm(1, profile=slow, faults=FaultSpec(disconnect_after_s=6))[0]
+    result = run(_request(tmp_path, run_id="r-drop", idle_timeout_s=30))
+    by_serial = {p.serial: p for p in result.phones}
+    good = [r for r in by_serial[steady.serial].records if r.outcome != "skipped"]
+    assert len(good) == TUNE - 1 and not [r for r in good if r.outcome == "error"]
+    bad = [r for r in by_serial[dropping.serial].records if r.outcome != "skipped"]
+    assert len(bad) == TUNE - 1
+    errors = [r for r in bad if r.outcome == "error"]
+    assert errors and all(r.failure_kind == "infrastructure" for r in errors)
+    md = (result.run_dir / "report.md").read_text(encoding="utf-8")
+    assert f"Infrastructure errors: {len(errors)}" in md
+
+
+def test_hostile_names_are_refused_and_nothing_is_written_outside_runs(virtual_farm, tmp_path: Path) -> None:
+    virtual_farm(1, faults=FaultSpec(hostile_eval_tree=True))
+    write_tasks(tmp_path / "tasks")
+    before = {p for p in tmp_path.rglob("*") if "runs" not in p.relative_to(tmp_path).parts}
+    result = run(_request(tmp_path, run_id="r-hostile"))
+    outcome = result.phones[0].outcome
+    assert outcome is not None
+    refused = "\n".join(outcome.pull_refused)
+    for name in ("etc-link", "up-link", "dotdot-dir", "outside.txt", "huge.bin", "bad\\nname"):
+        assert name in refused
+    after = {p for p in tmp_path.rglob("*") if "runs" not in p.relative_to(tmp_path).parts}
+    assert after == before
+    assert not list(tmp_path.parent.rglob("*outside.txt"))
+    raw = raw_dir(result.run_dir, result.phones[0].serial, "tune")
+    assert not any(p.is_symlink() for p in raw.rglob("*"))
+    assert (raw / "scores.jsonl").is_file()
+    assert re.search(r"pull refused \d+ entries", (result.run_dir / "manifest.json").read_text())
