@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from farm.sim.apps.simagent import Attempt, EvalOptions, EvalTree, attempt, select
@@ -112,7 +112,7 @@ def _format_time(seconds: float) -> str:
     return text or "0"
 
 
-async def run_instrument(phone: PhoneState, argv: list[str]) -> AsyncIterator[bytes]:
+async def run_instrument(phone: PhoneState, argv: list[str]) -> AsyncGenerator[bytes, None]:
     """Yield the output of `am instrument -w -r …` as the simulated eval run produces it."""
     extras, component, _flags = parse_argv(argv)
     agent = phone.profile.agent

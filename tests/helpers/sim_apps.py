@@ -21,7 +21,7 @@ EVAL_CLASS = "dev.agentfarm.simagent.eval.EvalRunTest"
 def make_phone(tmp_path: Path, profile: PhoneProfile | None = None) -> PhoneState:
     """A phone state on a file system under tmp_path (no transport)."""
     root = tmp_path / "phone"
-    root.mkdir(exist_ok=True)
+    root.mkdir(parents=True, exist_ok=True)
     return PhoneState(profile or default_profile(), root=root)
 
 
