@@ -1,0 +1,118 @@
+"""The android lane's commands through the real `farm` entry point: output and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from farm.android.instrument_parser import parse_text
+from farm.sim.launcher import free_port
+from tests.helpers.records import record, score_line, scores_text, write_run, write_tasks
+
+DATA = Path(__file__).parent / "data"
+EVAL = "/sdcard/Android/data/dev.agentfarm.simagent/files/eval"
+
+
+def farm(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run `farm …` in a child process (inherits the private ANDROID_ADB_SERVER_PORT)."""
+    code = "import sys; from farm.cli import main; main(sys.argv[1:])"
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], cwd=cwd, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+
+
+def one_line_error(proc: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    assert "Traceback" not in proc.stderr
+    for needle in needles:
+        assert needle in lines[0]
+
+
+def test_instrument_parse_prints_the_events_as_json_lines(tmp_path: Path) -> None:
+    proc = farm("instrument", "parse", str(DATA / "adam_log_4.input"), cwd=tmp_path)
+    assert proc.returncode == 0
+    events = parse_text((DATA / "adam_log_4.input").read_text())
+    expected = [json.dumps(e.as_json(), separators=(",", ":")) for e in events]
+    assert proc.stdout.splitlines() == expected
+    assert proc.stdout.splitlines()[0] == '{"event":"run_started","testCount":9}'
+
+
+def test_invalid_split_is_a_one_line_error(tmp_path: Path) -> None:
+    one_line_error(farm("run", "--split", "bogus", "--tasks-dir", str(write_tasks(tmp_path / "t")), cwd=tmp_path),
+                   "--split bogus")
+
+
+def test_missing_profile_is_a_one_line_error(tmp_path: Path) -> None:
+    one_line_error(farm("run", "--profile", "nope", cwd=tmp_path), "profiles.nope")
+
+
+def test_invalid_farm_yaml_is_a_one_line_error(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text("adb_servers: [\n")
+    one_line_error(farm("devices", "--config", "bad.yaml", cwd=tmp_path), "bad.yaml", "invalid YAML")
+    (tmp_path / "wrong.yaml").write_text("adb_servers: [{host: x, port: 99999}]\n")
+    one_line_error(farm("devices", "--config", "wrong.yaml", cwd=tmp_path), "adb_servers.0.port")
+    one_line_error(farm("devices", "--config", "missing.yaml", cwd=tmp_path), "missing.yaml")
+
+
+def test_no_phone_hints_at_farm_sim_up(virtual_farm, tmp_path: Path) -> None:
+    one_line_error(farm("run", "--tasks-dir", str(write_tasks(tmp_path / "t")), cwd=tmp_path), "farm sim up")
+
+
+def test_unknown_serial_and_unreachable_server(virtual_farm, tmp_path: Path) -> None:
+    virtual_farm(1)
+    tasks = str(write_tasks(tmp_path / "t"))
+    one_line_error(farm("run", "--device", "NOPE", "--tasks-dir", tasks, cwd=tmp_path), "--device NOPE")
+    (tmp_path / "farm.yaml").write_text(f"adb_servers: [{{host: 127.0.0.1, port: {free_port()}}}]\n")
+    one_line_error(farm("run", "--tasks-dir", tasks, cwd=tmp_path), "unreachable")
+
+
+def test_devices_lists_the_phone_with_its_health(virtual_farm, tmp_path: Path) -> None:
+    phone = virtual_farm(1)[0]
+    proc = farm("devices", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    row = next(ln for ln in proc.stdout.splitlines() if phone.serial in ln)
+    assert "Pixel 7" in row and "80%" in row and "ok" in row
+
+
+def test_run_prints_the_report_paths(virtual_farm, tmp_path: Path) -> None:
+    virtual_farm(1)
+    proc = farm("run", "--tasks-dir", str(write_tasks(tmp_path / "t")), "--run-id", "cli-run", "--quiet", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-4:] == [
+        f"runs/cli-run/{name}" for name in ("report.md", "report.html", "junit.xml", "scores.csv")
+    ]
+    again = farm("run", "--tasks-dir", str(tmp_path / "t"), "--run-id", "cli-run", "--quiet", cwd=tmp_path)
+    one_line_error(again, "already exists")
+
+
+def test_pull_keeps_good_lines_and_fails_on_a_corrupt_one(virtual_farm, tmp_path: Path) -> None:
+    phone = virtual_farm(1)[0]
+    scores = phone.state.host_path(f"{EVAL}/elsewhere/scores.jsonl")
+    scores.parent.mkdir(parents=True, exist_ok=True)
+    scores.write_text(scores_text(score_line("a")) + '{"id": "b", "outc\n' + scores_text(score_line("c")))
+    proc = farm("pull", "--device", phone.serial, "--run", "elsewhere", cwd=tmp_path)
+    one_line_error(proc, "scores.jsonl:2")
+    lines = (tmp_path / "runs" / "elsewhere" / "records.jsonl").read_text().splitlines()
+    recs = [json.loads(ln) for ln in lines]
+    assert [(r["task_id"], r["outcome"]) for r in recs] == [("a", "succeeded"), ("b", "error"), ("c", "succeeded")]
+    again = farm("pull", "--device", phone.serial, "--run", "elsewhere", cwd=tmp_path)
+    one_line_error(again, "already pulled")
+
+
+def test_report_on_a_corrupt_record_file_is_a_one_line_error(tmp_path: Path) -> None:
+    run_dir = write_run(tmp_path / "runs", "r", [record("a", run="r")])
+    with (run_dir / "records.jsonl").open("a") as fh:
+        fh.write("{not json\n")
+    one_line_error(farm("report", "r", cwd=tmp_path), "records.jsonl:2")
+
+
+def test_query_prints_a_table(tmp_path: Path) -> None:
+    write_run(tmp_path / "runs", "r", [record("a", run="r"), record("b", run="r", passed=False)])
+    proc = farm("query", "select count(*) as n, sum(passed::int) as p from records", cwd=tmp_path)
+    assert proc.returncode == 0 and "│ 2 │ 1 │" in proc.stdout
