@@ -103,3 +103,53 @@ def task_spec(task_id: str, phone: Any, run: str = "r1") -> Any:
     marker = substitute(loaded.task.marker, apps=SIM_APPS, probes=probes, run=run) if loaded.task.marker else None
     assert marker == task.marker
     return TaskSpec(task=task, directory=loaded.directory, apps=SIM_APPS, probes=probes, markers=markers)
+
+
+# --- model stub ------------------------------------------------------------------------------------
+def _strings(node: Any) -> list[str]:
+    if isinstance(node, str):
+        return [node]
+    if isinstance(node, dict):
+        return [s for v in node.values() for s in _strings(v)]
+    if isinstance(node, list):
+        return [s for v in node for s in _strings(v)]
+    return []
+
+
+def latest_screen(body: dict[str, Any]) -> str:
+    """The last screen listing the agent sent to the model in a request body (either API)."""
+    screens = [s for s in _strings(body.get("messages", [])) if "Screen now:" in s]
+    return screens[-1].split("Screen now:", 1)[1] if screens else ""
+
+
+def ref_of(screen: str, label: str) -> int:
+    """The ref of the first element whose text is exactly `label` on a screen listing."""
+    import re
+
+    match = re.search(rf'^\[(\d+)\] \S+ "{re.escape(label)}"', screen, re.MULTILINE)
+    assert match, f"{label!r} not on screen:\n{screen}"
+    return int(match.group(1))
+
+
+def screen_reading_model(plan: list[tuple[str, Any]]) -> Any:
+    """A stub responder that plays `plan` like a model reading the screen: ("tap", "7") taps the
+    element labelled 7 by its ref in the latest screen; other steps send their arguments as given."""
+    from farm.llm.stub import StubReply
+
+    steps = iter(plan)
+
+    def respond(body: dict[str, Any]) -> StubReply:
+        tool, args = next(steps)
+        if tool == "tap" and isinstance(args, str):
+            args = {"ref": ref_of(latest_screen(body), args)}
+        return StubReply(text=f"next: {tool}", tool_calls=[(tool, args)])
+
+    return respond
+
+
+CALCULATOR_PLAN: list[tuple[str, Any]] = [
+    ("launch", {"capability": "calculator"}),
+    *[("tap", key) for key in "123×456="],
+    ("answer", {"text": "123×456 = 56,088"}),
+]
+"""A model's path through calculator-multiply (answer as the screen shows it)."""
