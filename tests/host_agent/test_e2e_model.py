@@ -48,7 +48,8 @@ def test_malformed_tool_call_is_a_counted_step_error_the_model_sees(virtual_phon
         second = stub.requests[1]
     assert report.result.passed
     assert (report.evidence.step_errors, report.line.step_errors) == (1, 1)
-    steps = [json.loads(line) for line in (tmp_path / "r1/calculator-multiply/run/steps.jsonl").read_text().splitlines()]
+    lines = (tmp_path / "r1/calculator-multiply/run/steps.jsonl").read_text().splitlines()
+    steps = [json.loads(line) for line in lines]
     assert steps[0]["result"]["error"].startswith("tap: arguments are not valid JSON")
     assert steps[0]["action"]["raw"] == '{"ref": 3'
     assert any("error: tap: arguments are not valid JSON" in t for t in second.tool_results())

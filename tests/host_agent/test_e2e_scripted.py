@@ -68,8 +68,8 @@ def test_phone_that_disconnects_mid_task_is_an_infrastructure_error(virtual_farm
     from farm.sim.profile import FaultSpec
 
     sim = virtual_farm(1, faults=FaultSpec(disconnect_after_s=4.0))[0]
-    slow = Script(steps=[{"launch": {"capability": "calculator"}}, *[{"wait": {"seconds": 0.5 + i / 100}} for i in range(40)],
-                         {"answer": "never"}])
+    waits = [{"wait": {"seconds": 0.5 + i / 100}} for i in range(40)]
+    slow = Script(steps=[{"launch": {"capability": "calculator"}}, *waits, {"answer": "never"}])
     phone = host_phone(sim)
     spec = task_spec("calculator-multiply", phone)
     report = run_task(spec.__class__(**{**spec.__dict__, "task": spec.task.model_copy(update={"max_steps": 60})}),
