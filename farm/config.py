@@ -8,6 +8,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from farm.errors import FarmError
+from farm.llm.config import LLMConfig
 
 DEFAULT_CONFIG_NAME = "farm.yaml"
 
@@ -122,6 +123,8 @@ class FarmConfig(BaseModel):
     """Profile used when `--profile` is not given."""
     signed_in: dict[str, list[str]] = Field(default_factory=dict)
     """Serial → packages/sites a person has signed in on that phone."""
+    llm: LLMConfig | None = None
+    """Model used by the host executor (holds no secret: `api_key_env` names the variable)."""
     pricing: Pricing = Field(default_factory=Pricing)
     """Default token prices."""
     pull: PullLimits = Field(default_factory=PullLimits)

@@ -181,3 +181,29 @@ def test_hostile_names_are_refused_and_nothing_is_written_outside_runs(virtual_f
     assert not any(p.is_symlink() for p in raw.rglob("*"))
     assert (raw / "scores.jsonl").is_file()
     assert re.search(r"pull refused \d+ entries", (result.run_dir / "manifest.json").read_text())
+
+
+def test_manifest_keeps_no_credential(virtual_farm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    canary = "sk-canary-7f3a9e1d0b"
+    monkeypatch.setenv("FARM_CANARY_KEY", canary)
+    config = tmp_path / "farm.yaml"
+    config.write_text(
+        "llm: {provider: openai, model: m, base_url: 'http://127.0.0.1:9/v1', api_key_env: FARM_CANARY_KEY}\n"
+        "signed_in: {}\n",
+        encoding="utf-8",
+    )
+    virtual_farm(1)
+    result = run(_request(tmp_path, run_id="r-canary", config=config))
+    manifest = json.loads((result.run_dir / "manifest.json").read_text())
+    assert manifest["config"]["llm"]["api_key_env"] == "FARM_CANARY_KEY"
+    for path in result.run_dir.rglob("*"):
+        if path.is_file():
+            assert canary not in path.read_text(encoding="utf-8", errors="replace"), path
+
+
+def test_redaction_replaces_a_canary_key_whatever_its_nesting() -> None:
+    from farm.manifest import REDACTED, redact
+
+    tree = {"llm": {"api_key": "sk-canary", "api_key_env": "NAME"}, "servers": [{"token": "t-canary"}]}
+    out = redact(tree)  # type: ignore[arg-type]
+    assert out == {"llm": {"api_key": REDACTED, "api_key_env": "NAME"}, "servers": [{"token": REDACTED}]}
