@@ -25,8 +25,15 @@ _STOP: dict[str, StopKind] = {
     "refusal": "refusal",
 }
 
-# Extended-thinking budget per reasoning effort (the API's minimum budget is 1024).
-THINKING_BUDGET: dict[str, int] = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576}
+# Extended-thinking budget per reasoning effort (the API's minimum budget is 1024); "none" = no thinking.
+THINKING_BUDGET: dict[str, int] = {
+    "minimal": 1024,
+    "low": 2048,
+    "medium": 8192,
+    "high": 16384,
+    "xhigh": 32768,
+    "max": 65536,
+}
 
 
 def _image_block(jpeg: bytes) -> dict[str, Any]:
@@ -136,12 +143,13 @@ class AnthropicModelClient(ModelClient):
             kwargs["system"] = system
         if tools:
             kwargs["tools"] = to_anthropic_tools(tools)
-        if cfg.reasoning_effort is not None:
-            budget = THINKING_BUDGET[cfg.reasoning_effort]
+        budget = THINKING_BUDGET.get(cfg.reasoning_effort or "none")
+        if budget is not None:
             kwargs["thinking"] = {"type": "enabled", "budget_tokens": budget}
             kwargs["max_tokens"] = cfg.max_output_tokens + budget
-        elif cfg.temperature is not None:  # the API refuses a temperature together with thinking
-            kwargs["temperature"] = cfg.temperature
+        elif cfg.temperature is not None:
+            # Not a named argument of this SDK's create(); sent as-is. The API refuses it with thinking.
+            kwargs["extra_body"] = {"temperature": cfg.temperature}
         resp = self._sdk.messages.create(**kwargs)
         return parse_anthropic_response(resp)
 

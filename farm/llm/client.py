@@ -15,7 +15,7 @@ from farm.errors import FarmError
 from farm.llm.config import LLMConfig
 from farm.llm.pricing import cost_usd
 from farm.llm.retry import Failure, FailureKind, wait_s
-from farm.llm.types import Message, ModelTurn, StopKind, ThinkingBlock, ToolCall, ToolSpec
+from farm.llm.types import Attempt, Message, ModelTurn, StopKind, ThinkingBlock, ToolCall, ToolSpec
 from farm.results.record import Tokens
 
 log = logging.getLogger(__name__)
@@ -25,12 +25,32 @@ class ModelCallError(FarmError):
     """A model call failed for good: a non-transient error, or transient ones past `max_retries`."""
 
     def __init__(
-        self, message: str, *, kind: FailureKind, status: int | None, attempts: int, hint: str | None = None
+        self,
+        message: str,
+        *,
+        kind: FailureKind,
+        status: int | None,
+        attempt_log: list[Attempt],
+        hint: str | None = None,
     ) -> None:
         self.kind: FailureKind = kind
         self.status = status
-        self.attempts = attempts
+        self.attempt_log = attempt_log
         super().__init__(message, hint=hint)
+
+    @property
+    def attempts(self) -> int:
+        """Requests made, the failed last one included."""
+        return len(self.attempt_log)
+
+    @property
+    def retry_wait_ms(self) -> float:
+        """Time slept between the attempts."""
+        return sum(a.wait_after_ms for a in self.attempt_log)
+
+
+def _ms_since(began: float) -> float:
+    return (time.monotonic() - began) * 1000.0
 
 
 @dataclass
@@ -81,22 +101,26 @@ class ModelClient(ABC):
         if not messages:
             raise FarmError("llm: complete() needs at least one message")
         cfg = self.config
-        retries = 0
-        waited = 0.0
+        log_: list[Attempt] = []
         started = time.monotonic()
 
         def attempt() -> ProviderReply:
+            began = time.monotonic()
             try:
-                return self._send(messages, tools)
+                reply = self._send(messages, tools)
             except Exception as exc:  # noqa: BLE001 - SDK errors are classified below
                 failure = self._classify(exc)
                 if failure is None:
                     raise
+            else:
+                log_.append(Attempt(outcome="ok", status=200, duration_ms=_ms_since(began)))
+                return reply
+            log_.append(Attempt(outcome=failure.kind, status=failure.status, duration_ms=_ms_since(began)))
             # Raised outside the handler so no SDK exception (which holds the request and its
             # auth header) stays chained as __context__.
             if failure.retryable:
                 raise _Transient(failure)
-            raise self._error(failure, attempts=retries + 1)
+            raise self._error(failure, log_)
 
         def wait(state: RetryCallState) -> float:
             exc = state.outcome.exception() if state.outcome else None
@@ -110,13 +134,9 @@ class ModelClient(ABC):
             )
 
         def before_sleep(state: RetryCallState) -> None:
-            nonlocal retries, waited
             pause = state.next_action.sleep if state.next_action else 0.0
-            retries += 1
-            waited += pause
-            exc = state.outcome.exception() if state.outcome else None
-            kind = exc.failure.kind if isinstance(exc, _Transient) else "?"
-            log.warning("model %s: %s on attempt %d, retrying in %.2fs", cfg.model, kind, retries, pause)
+            log_[-1] = log_[-1].model_copy(update={"wait_after_ms": pause * 1000.0})
+            log.warning("model %s: %s on attempt %d, retrying in %.2fs", cfg.model, log_[-1].outcome, len(log_), pause)
 
         retrying = Retrying(
             stop=stop_after_attempt(cfg.max_retries + 1),
@@ -132,22 +152,23 @@ class ModelClient(ABC):
         except _Transient as exc:
             given_up = exc.failure
         if given_up is not None:
-            raise self._error(given_up, attempts=retries + 1)
+            raise self._error(given_up, log_)
         return ModelTurn(
             text=reply.text,
             tool_calls=reply.tool_calls,
             usage=reply.usage,
             cost_usd=cost_usd(cfg.pricing, reply.usage),
-            latency_ms=(time.monotonic() - started) * 1000.0,
+            latency_ms=_ms_since(started),
             raw_stop_reason=reply.raw_stop_reason,
             stop=reply.stop,
             model=reply.model,
-            retries=retries,
-            retry_wait_ms=waited * 1000.0,
+            retries=len(log_) - 1,
+            retry_wait_ms=sum(a.wait_after_ms for a in log_),
+            attempts=log_,
             thinking=reply.thinking,
         )
 
-    def _error(self, failure: Failure, *, attempts: int) -> ModelCallError:
+    def _error(self, failure: Failure, attempts: list[Attempt]) -> ModelCallError:
         detail = self.scrub(failure.detail)
         status = f" (HTTP {failure.status})" if failure.status is not None else ""
         hint = {
@@ -155,10 +176,11 @@ class ModelClient(ABC):
             "bad_response": "the endpoint answered with something that is not a model response",
         }.get(failure.kind, "the provider is unavailable or rate-limiting; retry later or raise max_retries")
         return ModelCallError(
-            f"llm {self.provider}:{self.config.model}: {failure.kind}{status} after {attempts} attempt(s): {detail}",
+            f"llm {self.provider}:{self.config.model}: {failure.kind}{status} after {len(attempts)} "
+            f"attempt(s): {detail}",
             kind=failure.kind,
             status=failure.status,
-            attempts=attempts,
+            attempt_log=list(attempts),
             hint=hint,
         )
 

@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from farm.errors import FarmError
 
 Provider = Literal["openai", "anthropic"]
-ReasoningEffort = Literal["minimal", "low", "medium", "high"]
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
+MaxTokensParam = Literal["max_completion_tokens", "max_tokens"]
 
 DEFAULT_KEY_ENV: dict[str, str] = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -31,6 +32,7 @@ ENV_FIELDS: dict[str, str] = {
     "FARM_LLM_TIMEOUT_S": "timeout_s",
     "FARM_LLM_MAX_RETRIES": "max_retries",
     "FARM_LLM_MAX_OUTPUT_TOKENS": "max_output_tokens",
+    "FARM_LLM_OPENAI_MAX_TOKENS_PARAM": "openai_max_tokens_param",
 }
 
 
@@ -77,6 +79,8 @@ class LLMConfig(BaseModel):
     """Cap applied to a server's Retry-After so a bad header cannot stall a run."""
     max_output_tokens: int = Field(default=4096, gt=0)
     """`max_tokens` of each request (Anthropic requires it; thinking budget is added on top)."""
+    openai_max_tokens_param: MaxTokensParam = "max_completion_tokens"
+    """How an OpenAI-compatible endpoint names the output limit (older servers only know `max_tokens`)."""
     temperature: float | None = None
     """Sampling temperature; null = provider default (not sent)."""
     pricing: ModelPrice | None = None

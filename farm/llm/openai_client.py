@@ -58,7 +58,8 @@ def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
             else:
                 out.append({"role": "user", "content": msg.text or ""})
         elif msg.role == "assistant":
-            entry: dict[str, Any] = {"role": "assistant", "content": msg.text}
+            # content may be null only when tool calls carry the turn.
+            entry: dict[str, Any] = {"role": "assistant", "content": msg.text or (None if msg.tool_calls else "")}
             if msg.tool_calls:
                 entry["tool_calls"] = [
                     {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json}}
@@ -123,7 +124,7 @@ class OpenAIModelClient(ModelClient):
         kwargs: dict[str, Any] = {
             "model": cfg.model,
             "messages": to_openai_messages(messages),
-            "max_completion_tokens": cfg.max_output_tokens,
+            cfg.openai_max_tokens_param: cfg.max_output_tokens,
         }
         if tools:
             kwargs["tools"] = to_openai_tools(tools)

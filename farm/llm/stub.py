@@ -84,18 +84,12 @@ class StubRequest:
     body: dict[str, Any]
 
     def tool_results(self) -> list[str]:
-        """Texts of every tool result in the request's conversation, in order (either provider)."""
-        out: list[str] = []
-        for msg in self.body.get("messages", []):
-            if self.provider == "openai" and msg.get("role") == "tool":
-                content = msg.get("content")
-                out.append(content if isinstance(content, str) else _joined_text(content))
-            elif self.provider == "anthropic" and isinstance(msg.get("content"), list):
-                for block in msg["content"]:
-                    if block.get("type") == "tool_result":
-                        content = block.get("content")
-                        out.append(content if isinstance(content, str) else _joined_text(content))
-        return out
+        """Texts of every tool result in the request's conversation, in order."""
+        return tool_results(self.body)
+
+    def user_texts(self) -> list[str]:
+        """Texts of the user messages (tool results excluded), in order."""
+        return user_texts(self.body)
 
     def image_count(self) -> int:
         """Number of images anywhere in the conversation (image parts, tool results included)."""
@@ -112,9 +106,37 @@ def _count_images(node: Any) -> int:
 
 
 def _joined_text(blocks: Any) -> str:
+    if isinstance(blocks, str):
+        return blocks
     if not isinstance(blocks, list):
         return ""
     return "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+
+
+def tool_results(body: dict[str, Any]) -> list[str]:
+    """Tool-result texts of a request body of either API, in order (for responders and assertions)."""
+    out: list[str] = []
+    for msg in body.get("messages", []):
+        if msg.get("role") == "tool":
+            out.append(_joined_text(msg.get("content")))
+        elif isinstance(msg.get("content"), list):
+            out += [_joined_text(b.get("content")) for b in msg["content"] if b.get("type") == "tool_result"]
+    return out
+
+
+def user_texts(body: dict[str, Any]) -> list[str]:
+    """Texts of user messages of a request body of either API (tool results excluded), in order."""
+    out: list[str] = []
+    for msg in body.get("messages", []):
+        if msg.get("role") != "user":
+            continue
+        content = msg.get("content")
+        if isinstance(content, list):
+            content = [b for b in content if b.get("type") == "text"]
+        text = _joined_text(content)
+        if text:
+            out.append(text)
+    return out
 
 
 Responder = Callable[[dict[str, Any]], StubReply]
@@ -339,6 +361,9 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw or b"{}")
         except json.JSONDecodeError:
             self._send(400, _error_body(provider, 400, "model stub: request body is not JSON"))
+            return
+        if body.get("stream"):
+            self._send(400, _error_body(provider, 400, "model stub: streaming is not supported"))
             return
         request = StubRequest(provider, path, {k.lower(): v for k, v in self.headers.items()}, body)
         reply = self.owner._next_reply(request)

@@ -102,6 +102,24 @@ class ToolSpec(BaseModel):
     """JSON schema of the arguments object."""
 
 
+AttemptOutcome = Literal["ok", "rate_limit", "server", "timeout", "connection", "client", "bad_response"]
+
+
+class Attempt(BaseModel):
+    """One HTTP request of a model call (seed 002 counts these as requests, retries included)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    outcome: AttemptOutcome
+    """`ok`, or the kind of failure."""
+    status: int | None = None
+    """HTTP status when a response arrived."""
+    duration_ms: float
+    """Time from sending the request to its response or failure."""
+    wait_after_ms: float = 0.0
+    """Sleep before the next attempt (Retry-After or backoff); 0 for the last attempt."""
+
+
 class ModelTurn(BaseModel):
     """One completed model call (after any retries)."""
 
@@ -127,6 +145,8 @@ class ModelTurn(BaseModel):
     """Attempts that failed and were retried before this one succeeded."""
     retry_wait_ms: float = 0.0
     """Time slept between attempts (backoff or Retry-After)."""
+    attempts: list[Attempt] = Field(default_factory=list)
+    """Every request made for this turn, in order; the last one succeeded."""
     thinking: list[ThinkingBlock] = Field(default_factory=list)
     """Reasoning blocks to send back with the assistant message (Anthropic)."""
 

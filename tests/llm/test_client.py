@@ -204,3 +204,47 @@ def test_api_key_is_sent_to_the_endpoint(provider: Provider, stub: ModelStub, cl
     # The SDK chooses the header (Authorization: Bearer or x-api-key, depending on its version).
     sent = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
     assert sent == CANARY_KEY
+
+
+def test_openai_output_limit_parameter_is_configurable(stub: ModelStub, client_for: MakeClient) -> None:
+    stub.script([StubReply(text="a"), StubReply(text="b")])
+    client_for("openai", max_output_tokens=321).complete(convo())
+    client_for("openai", max_output_tokens=321, openai_max_tokens_param="max_tokens").complete(convo())
+    first, second = (r.body for r in stub.requests)
+    assert first["max_completion_tokens"] == 321 and "max_tokens" not in first
+    assert second["max_tokens"] == 321 and "max_completion_tokens" not in second
+
+
+def test_anthropic_effort_none_sends_no_thinking(stub: ModelStub, client_for: MakeClient) -> None:
+    stub.script([StubReply(text="a")])
+    client_for("anthropic", reasoning_effort="none", temperature=0.0).complete(convo())
+    body = stub.requests[0].body
+    assert "thinking" not in body
+    assert body["temperature"] == 0.0
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_text_and_tool_calls_together(provider: Provider, stub: ModelStub, client_for: MakeClient) -> None:
+    stub.script([StubReply(text="Tapping the button.", tool_calls=[("tap", {"x": 5, "y": 6})]), StubReply(text="k")])
+    client = client_for(provider)
+    messages = convo()
+    turn = client.complete(messages, [TAP])
+    assert turn.text == "Tapping the button."
+    assert turn.tool_calls[0].arguments() == {"x": 5, "y": 6}
+    messages += [turn.as_message(), Message.tool_result(turn.tool_calls[0].id, "ok")]
+    client.complete(messages, [TAP])
+    assert stub.requests[1].user_texts() == ["Open settings."]
+    assert stub.requests[1].tool_results() == ["ok"]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_malformed_call_can_be_answered_and_replayed(
+    provider: Provider, stub: ModelStub, client_for: MakeClient
+) -> None:
+    stub.script([StubReply(tool_calls=[("tap", "{oops")]), StubReply(text="fixed")])
+    client = client_for(provider)
+    messages = convo()
+    turn = client.complete(messages, [TAP])
+    messages += [turn.as_message(), Message.tool_result(turn.tool_calls[0].id, "Error: arguments are not valid JSON")]
+    assert client.complete(messages, [TAP]).text == "fixed"
+    assert stub.requests[1].tool_results() == ["Error: arguments are not valid JSON"]

@@ -117,3 +117,23 @@ def test_model_call_error_is_one_line(stub: ModelStub, client_for: MakeClient) -
         client_for("openai").complete(ask())
     assert "\n" not in str(err.value)
     assert str(err.value).startswith("llm openai:openai-test-model: client (HTTP 404) after 1 attempt(s)")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_every_attempt_is_logged_on_the_turn(provider: Provider, stub: ModelStub, client_for: MakeClient) -> None:
+    stub.script([StubReply.rate_limited(retry_after=0.05), StubReply.server_error(502), StubReply(text="ok")])
+    turn = client_for(provider).complete(ask())
+    assert [(a.outcome, a.status) for a in turn.attempts] == [("rate_limit", 429), ("server", 502), ("ok", 200)]
+    assert turn.attempts[0].wait_after_ms == pytest.approx(50.0)
+    assert turn.attempts[-1].wait_after_ms == 0.0
+    assert turn.retry_wait_ms == pytest.approx(sum(a.wait_after_ms for a in turn.attempts))
+    assert turn.retries == 2
+
+
+def test_the_error_keeps_the_attempt_log(stub: ModelStub, client_for: MakeClient) -> None:
+    stub.script([StubReply.server_error(500), StubReply.rate_limited(retry_after=0.02)])
+    with pytest.raises(ModelCallError) as err:
+        client_for("anthropic", max_retries=1).complete(ask())
+    assert [a.outcome for a in err.value.attempt_log] == ["server", "rate_limit"]
+    assert err.value.kind == "rate_limit"
+    assert err.value.retry_wait_ms > 0

@@ -66,3 +66,29 @@ def test_stop_interrupts_a_slow_reply() -> None:
 
             threading.Timer(0.3, stub.stop).start()
             http.post(f"{stub.base_url_openai}/chat/completions", json={"model": "m", "messages": []})
+
+
+def test_streaming_requests_are_refused(stub: ModelStub) -> None:
+    response = httpx.post(
+        f"{stub.base_url_openai}/chat/completions", json={"model": "m", "messages": [], "stream": True}, timeout=10
+    )
+    assert response.status_code == 400
+    assert "streaming" in response.json()["error"]["message"]
+
+
+def test_responder_can_read_tool_results_of_either_api(stub: ModelStub, client_for: MakeClient) -> None:
+    from farm.llm.stub import tool_results
+
+    def policy(body: dict[str, Any]) -> StubReply:
+        results = tool_results(body)
+        if not results:
+            return StubReply(tool_calls=[("read_screen", {})])
+        return StubReply(text=f"answer from: {results[-1]}")
+
+    stub.responder = policy
+    for provider in ("openai", "anthropic"):
+        client = client_for(provider)
+        messages = [Message.user("what is the battery level?")]
+        turn = client.complete(messages)
+        messages += [turn.as_message(), Message.tool_result(turn.tool_calls[0].id, "Battery 87%")]
+        assert client.complete(messages).text == "answer from: Battery 87%"
