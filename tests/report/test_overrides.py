@@ -57,7 +57,10 @@ def test_override_from_the_summary_section_uses_the_answer_as_evidence(tmp_path:
 
 
 def test_parse_summary_section_ignores_other_sections() -> None:
-    text = "## 运行小结\n- t9: fail → pass, evidence: x\n## 人工改判\n| id | from | to | evidence |\n|---|---|---|---|\n| t1 | fail | pass | 56 |\n"
+    text = (
+        "## 运行小结\n- t9: fail → pass, evidence: x\n"
+        "## 人工改判\n| id | from | to | evidence |\n|---|---|---|---|\n| t1 | fail | pass | 56 |\n"
+    )
     specs = parse_summary_section(text)
     assert [(s.id, s.from_, s.to, s.evidence) for s in specs] == [("t1", "fail", "pass", "56")]
 
