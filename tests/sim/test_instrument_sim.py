@@ -19,6 +19,7 @@ from tests.helpers.sim_apps import (
     eval_dir,
     instrument_argv,
     make_phone,
+    nodes,
     parse_status,
     push_bundle,
     run_to_text,
@@ -233,3 +234,13 @@ def test_am_instrument_through_adb_shell_and_pull(virtual_phone: SimPhone, tmp_p
     rows = [json.loads(line) for line in local.read_text(encoding="utf-8").splitlines()]
     assert [r["id"] for r in rows] == ["a", "b"] and all(r["execution"] == "simulated" for r in rows)
     assert AGENT_COMPONENT.split("/")[0] == virtual_phone.profile.agent.test_package
+
+
+def test_passed_write_task_leaves_marker_in_target_app(tmp_path: Path) -> None:
+    phone = fast_phone(tmp_path, pass_rate=1.0)
+    write = task("alarm-w", "write", marker="晨跑-{run}", apps=["com.android.deskclock"],
+                 checks=[{"type": "screen_has", "marker": True, "packageName": "com.android.deskclock"}])
+    run_to_text(phone, instrument_argv("R9", push_bundle(phone, "R9", [write])))
+    phone.ui.launch("com.android.deskclock")
+    assert "晨跑-R9" in [n.text for n in nodes(phone.ui)]
+    assert scores(phone, "R9")[0]["appPackage"] == "com.android.deskclock"

@@ -133,6 +133,7 @@ def attempt(phone: PhoneState, task: dict[str, Any], opts: EvalOptions, files_di
     marker = str(task.get("marker") or "").replace("{run}", opts.run)
     reason = "" if passed else "模拟失败:未在步数内完成"
     apps = [str(a) for a in task.get("apps") or []]
+    used = leave_marker(phone, task, marker) if passed and marker and outcome == "succeeded" else None
     answer = _answer(task, passed, marker)
     record: dict[str, Any] = {
         "id": tid, "category": task_directory(task), "partition": task.get("partition"), "expect": expect,
@@ -144,9 +145,47 @@ def attempt(phone: PhoneState, task: dict[str, Any], opts: EvalOptions, files_di
         "takeoverKind": "login" if outcome == "takeover" else None,
         "steps": steps, "tokens": tokens, "costUsd": cost, "metrics": metrics,
         "markers": [marker] if marker else [], "execution": "simulated",
-        "appPackage": apps[0] if apps else None,
+        "appPackage": used or (apps[0] if apps else None),
     }
     return Attempt(task, record, 0 if passed else -2, sim_seconds, reason)
+
+
+def _target_package(task: dict[str, Any]) -> str | None:
+    for check in task.get("checks") or []:
+        if isinstance(check, dict) and check.get("type") == "screen_has" and check.get("packageName"):
+            return str(check["packageName"])
+    apps = [str(a) for a in task.get("apps") or []]
+    return apps[0] if apps else None
+
+
+def leave_marker(phone: PhoneState, task: dict[str, Any], marker: str) -> str | None:
+    """Create the marked data a passed write task made, in the app a fresh look will check; the package."""
+    import time
+    import uuid
+
+    from farm.sim.apps import app_class
+
+    package = _target_package(task) or "dev.agentfarm.notes"
+    if phone.profile.package(package) is None:
+        return None
+    app = app_class(package)(phone.ui)
+    key = uuid.uuid4().hex[:12]
+    if package == "com.android.deskclock":
+        alarms = app.load("alarms", [])
+        alarms.append({"id": key, "time": "07:00", "label": marker, "enabled": True})
+        app.save("alarms", sorted(alarms, key=lambda a: a["time"]))
+    elif package == "com.android.contacts":
+        app.save("contacts", [*app.load("contacts", []), {"id": key, "name": marker, "phone": ""}])
+    elif package == "com.android.calendar":
+        when = datetime.now(UTC).strftime("%Y-%m-%d 09:00")
+        app.save("events", [*app.load("events", []), {"id": key, "title": marker, "when": when}])
+    elif package == "com.android.documentsui":
+        phone.host_path(f"/sdcard/{marker}").mkdir(parents=True, exist_ok=True)
+    elif package == "dev.agentfarm.notes" or package not in ("dev.agentfarm.messenger", "dev.agentfarm.shop"):
+        package = "dev.agentfarm.notes" if phone.profile.package("dev.agentfarm.notes") else package
+        notes = app_class(package)(phone.ui)
+        notes.save("notes", [{"id": key, "text": marker, "updated": int(time.time())}, *notes.load("notes", [])])
+    return package
 
 
 def _answer(task: dict[str, Any], passed: bool, marker: str) -> str:
