@@ -111,10 +111,6 @@ class ScoreLine(_Camel):
     """ISO end."""
     app_package: str | None = None
     """Package the agent actually used (for `{app:…}` resolution after the run)."""
-    executor: str = "host"
-    """Which executor produced the line."""
-    step_errors: int = 0
-    """Malformed or failed tool calls."""
 
 
 class EvalTree:

@@ -85,7 +85,7 @@ def run_task(
                           output=tokens.output),
         cost_usd=attempt.cost_usd, metrics=LineMetrics.of(attempt.metrics), markers=list(spec.markers),
         execution=execution, started_at=attempt.started_at, ended_at=attempt.ended_at,
-        app_package=used[-1] if used else None, step_errors=evidence.step_errors,
+        app_package=used[-1] if used else None,
     )
     tree.add(line)
     return TaskReport(line=line, result=result, evidence=evidence, attempt=attempt)

@@ -1,0 +1,161 @@
+"""The host executor: runs a phone's tasks from the host with host_agent (uiautomator2 + a policy).
+
+It leaves the same `eval/<run>/` tree in `job.raw_dir` as the on-device agent app, so the lane
+normalises both executors' results the same way; only the record's `executor` field differs.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from farm.android.executor import ExecutorOutcome, PhoneJob, ProgressSink, RunOptions, TestStatus
+from farm.errors import FarmError
+
+if TYPE_CHECKING:
+    from farm.config import FarmConfig
+    from farm.llm.config import LLMConfig
+    from host_agent.policy import Policy
+
+PolicyName = Literal["model", "scripted"]
+POLICY_ENV = "FARM_HOST_POLICY"
+"""Environment variable naming the default policy when `--policy` is not given."""
+
+
+@dataclass(frozen=True)
+class HostSettings:
+    """`farm run --executor host` options; model fields override farm.yaml's `llm:` and FARM_LLM_*."""
+
+    policy: PolicyName | None = None
+    """`model` or `scripted`; null = FARM_HOST_POLICY, else `model`."""
+    model: str | None = None
+    """Model name."""
+    provider: str | None = None
+    """openai or anthropic."""
+    base_url: str | None = None
+    """Endpoint override."""
+    api_key_env: str | None = None
+    """Name of the variable holding the API key."""
+    reasoning_effort: str | None = None
+    """minimal / low / medium / high."""
+    screenshots: bool = False
+    """Send a JPEG with every screen (models that take images)."""
+    scripts_dir: Path | None = None
+    """Scripts of the scripted policy (default fixtures/scripts/)."""
+
+
+def llm_config(cfg: FarmConfig | None, settings: HostSettings, options: RunOptions | None = None) -> LLMConfig:
+    """farm.yaml `llm:` < FARM_LLM_* < command-line flags; prices from --price-* when the config has none."""
+    from pydantic import ValidationError
+
+    from farm.llm.config import ENV_FIELDS, LLMConfig, ModelPrice
+
+    base: dict[str, object] = cfg.llm.model_dump(exclude_none=True) if cfg and cfg.llm else {}
+    for var, name in ENV_FIELDS.items():
+        value = os.environ.get(var, "").strip()
+        if value:
+            base[name] = value
+    flags = {"model": settings.model, "provider": settings.provider, "base_url": settings.base_url,
+             "api_key_env": settings.api_key_env, "reasoning_effort": settings.reasoning_effort}
+    if settings.provider and not settings.api_key_env and cfg and cfg.llm and cfg.llm.provider != settings.provider:
+        base.pop("api_key_env", None)  # another provider's default key variable applies
+    base.update({k: v for k, v in flags.items() if v is not None})
+    if "pricing" not in base and options and options.price_in is not None and options.price_out is not None:
+        base["pricing"] = ModelPrice(input_per_m=options.price_in, output_per_m=options.price_out,
+                                     cache_read_per_m=options.price_cached).model_dump()
+    if "provider" not in base or "model" not in base:
+        raise FarmError("--policy model: no model configured",
+                        hint="pass --provider and --model, set FARM_LLM_PROVIDER/FARM_LLM_MODEL, the llm: section "
+                             "of farm.yaml, or use --policy scripted")
+    try:
+        return LLMConfig.model_validate(base)
+    except ValidationError as exc:
+        err = exc.errors(include_input=False, include_url=False)[0]  # never echo input: it may be a key
+        where = ".".join(str(p) for p in err["loc"]) or "llm"
+        raise FarmError(f"llm: {where}: {err['msg']}", hint="check --model/--provider/--base-url") from None
+
+
+class HostExecutor:
+    """Runs one phone's tasks one by one with host_agent and writes the eval tree locally."""
+
+    name: Literal["host"] = "host"
+
+    def __init__(self, cfg: FarmConfig | None = None, settings: HostSettings | None = None) -> None:
+        self.cfg = cfg
+        self.settings = settings or HostSettings()
+        policy = self.settings.policy or os.environ.get(POLICY_ENV, "model")
+        if policy not in ("model", "scripted"):
+            raise FarmError(f"--policy {policy}: unknown policy", hint="use model or scripted")
+        self.policy_name: PolicyName = policy  # type: ignore[assignment]
+        if self.policy_name == "model":
+            llm_config(cfg, self.settings)  # fail before any phone is touched
+
+    def _policy(self, options: RunOptions) -> tuple[Policy, Callable[[], None]]:
+        if self.policy_name == "scripted":
+            from host_agent.scripted import ScriptedPolicy, load_scripts
+
+            return ScriptedPolicy(load_scripts(self.settings.scripts_dir)), lambda: None
+        from farm.llm.client import make_client
+        from host_agent.model_policy import ModelPolicy
+
+        client = make_client(llm_config(self.cfg, self.settings, options))
+        return ModelPolicy(client, screenshots=self.settings.screenshots), client.close
+
+    def run(self, job: PhoneJob, progress: ProgressSink) -> ExecutorOutcome:
+        """Run `job.tasks` in order; a phone that stops answering ends the job (the rest stay unfinished)."""
+        from host_agent.evalout import EvalTree
+        from host_agent.phone import Phone
+        from host_agent.runner import TaskSpec, run_task
+
+        outcome = ExecutorOutcome()
+        pending = [t.id for t in job.tasks]
+        try:
+            phone = Phone.connect(job.device)
+            installed = [str(p) for p in job.device.list_packages()]
+        except Exception as exc:  # noqa: BLE001 - PhoneError, or whatever adbutils raises listing packages
+            outcome.unfinished = pending
+            outcome.infrastructure_error = f"uiautomator2: {exc}"
+            return outcome
+        execution = "simulated" if job.options.profile_name == "sim" else "live"
+        tree = EvalTree(job.raw_dir, job.run_id)
+        policy, close = self._policy(job.options)
+        try:
+            for rt in job.tasks:
+                deadline = job.options.deadline_monotonic
+                if deadline is not None and time.monotonic() > deadline:
+                    outcome.infrastructure_error = "run deadline reached"
+                    break
+                progress.task_started(rt.id)
+                spec = TaskSpec(task=rt.task, directory=rt.directory, apps=rt.apps, probes=rt.probes,
+                                markers=list(rt.markers))
+                report = run_task(spec, phone, policy, tree, execution=execution, installed=installed)
+                status = _status(report.result.outcome, report.result.passed)
+                pending.remove(rt.id)
+                outcome.finished.append(rt.id)
+                outcome.statuses[rt.id] = status
+                progress.task_finished(rt.id, status)
+                reason = report.evidence.end_reason
+                if report.result.outcome == "error" and reason.startswith("phone"):
+                    outcome.infrastructure_error = reason
+                    progress.note(f"phone lost: {reason}")
+                    break
+        finally:
+            close()
+        outcome.unfinished = pending
+        outcome.pulled = True
+        return outcome
+
+
+def _status(outcome: str, passed: bool) -> TestStatus:
+    if outcome == "error":
+        return "incomplete"
+    return "passed" if passed else "failed"
+
+
+def make_executor(cfg: FarmConfig | None = None, settings: HostSettings | None = None) -> HostExecutor:
+    """The lane's entry point (`--executor host`)."""
+    return HostExecutor(cfg, settings)

@@ -1,0 +1,46 @@
+"""`farm run --executor host` end to end on the virtual phone: same tree, same records, executor=host."""
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from farm.android.host_executor import HostSettings, llm_config
+from farm.android.lane import RunRequest, run
+from farm.errors import FarmError
+from farm.results.store import read_records
+
+
+def _run(sim: Any, tmp_path: Path, set_prefix: str, **kw: Any) -> Any:
+    req = RunRequest(split="tune", serials=[sim.serial], set_prefix=set_prefix, executor="host",
+                     host=HostSettings(policy="scripted"), runs_dir=tmp_path / "runs", show_progress=False,
+                     run_id="r-host", **kw)
+    return run(req)
+
+
+def test_host_executor_writes_records_like_the_instrument_lane(virtual_phone: Any, tmp_path: Path) -> None:
+    result = _run(virtual_phone, tmp_path, "calculator-multiply")
+    records = result.phones[0].records
+    assert [(r.task_id, r.outcome, r.passed, r.executor) for r in records] == [
+        ("calculator-multiply", "succeeded", True, "host")
+    ]
+    record = records[0]
+    assert record.execution == "simulated" and record.metrics.total_ms and record.steps == 10
+    assert read_records(result.run_dir / "records.jsonl")[0].task_id == "calculator-multiply"
+    raw = next(result.run_dir.rglob("calculator-multiply/run/final.json"))
+    assert (raw.parent / "steps.jsonl").exists() and (raw.parent.parent.parent / "summary.md").exists()
+
+
+def test_model_policy_without_a_model_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("FARM_LLM_PROVIDER", "FARM_LLM_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(FarmError, match="no model configured"):
+        llm_config(None, HostSettings(policy="model"))
+
+
+def test_flags_override_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FARM_LLM_PROVIDER", "openai")
+    monkeypatch.setenv("FARM_LLM_MODEL", "env-model")
+    cfg = llm_config(None, HostSettings(model="flag-model", base_url="http://127.0.0.1:9/v1"))
+    assert (cfg.provider, cfg.model, cfg.base_url, cfg.api_key_env) == (
+        "openai", "flag-model", "http://127.0.0.1:9/v1", "OPENAI_API_KEY")
