@@ -61,6 +61,8 @@ class RunRequest:
     command: list[str] = field(default_factory=list)
     show_progress: bool = True
     probes_dir: Path | None = None
+    host: object | None = None
+    """`farm.android.host_executor.HostSettings` for `--executor host` (policy, model flags)."""
 
 
 @dataclass
@@ -92,7 +94,7 @@ def default_run_id(split: str, tasks: list[LoadedTask]) -> str:
     return f"{now:%Y%m%d-%H%M}-{split}-{digest}"
 
 
-def load_executor(name: str, cfg: FarmConfig) -> Executor:
+def load_executor(name: str, cfg: FarmConfig, host: object | None = None) -> Executor:
     """The executor by name; `host` comes from `farm.android.host_executor.make_executor(cfg)`."""
     if name == "instrument":
         from farm.android.instrument_executor import InstrumentExecutor
@@ -103,7 +105,7 @@ def load_executor(name: str, cfg: FarmConfig) -> Executor:
             module = importlib.import_module("farm.android.host_executor")
         except ImportError as exc:
             raise FarmError(f"--executor host: not available ({exc})", hint="use --executor instrument") from None
-        return cast(Executor, module.make_executor(cfg))
+        return cast(Executor, module.make_executor(cfg, host))
     raise FarmError(f"--executor {name}: unknown executor", hint="use instrument or host")
 
 
@@ -175,7 +177,7 @@ class _Lane:
         self.cfg = load_config(req.config)
         self.split = _check_split(req.split)
         self.profile_name, self.profile = self.cfg.profile(req.profile)
-        self.executor = load_executor(req.executor, self.cfg)
+        self.executor = load_executor(req.executor, self.cfg, req.host)
         self.tasks_dir = req.tasks_dir or Path(self.cfg.tasks_dir)
         self.runs_dir = req.runs_dir or Path(self.cfg.runs_dir)
         self.lock = threading.Lock()

@@ -53,6 +53,14 @@ def run(
     idle_timeout: float | None = typer.Option(None, "--idle-timeout", help="Seconds without output per phone."),
     deadline: float | None = typer.Option(None, "--deadline", help="Seconds until every phone stops."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
+    policy: str | None = typer.Option(None, "--policy", help="host executor: model or scripted."),
+    model: str | None = typer.Option(None, "--model", help="host executor: model name."),
+    provider: str | None = typer.Option(None, "--provider", help="host executor: openai or anthropic."),
+    base_url: str | None = typer.Option(None, "--base-url", help="host executor: model endpoint."),
+    api_key_env: str | None = typer.Option(None, "--api-key-env", help="host executor: variable holding the key."),
+    reasoning_effort: str | None = typer.Option(None, "--reasoning-effort", help="host executor: minimal…high."),
+    screenshots: bool = typer.Option(False, "--screenshots", help="host executor: send screenshots to the model."),
+    scripts_dir: Path | None = typer.Option(None, "--scripts-dir", help="host executor: scripted policy's scripts."),
 ) -> None:
     """Run a split of the task set on connected phones and write the reports."""
     import sys
@@ -72,6 +80,16 @@ def run(
         runs_dir=runs_dir, config=config, idle_timeout_s=idle_timeout, deadline_s=deadline,
         command=["farm", *sys.argv[1:]], show_progress=not quiet,
     )
+    if executor == "host":
+        from farm.android.host_executor import HostSettings
+
+        if policy not in (None, "model", "scripted"):
+            raise FarmError(f"--policy {policy}: invalid", hint="use model or scripted")
+        req.host = HostSettings(
+            policy=policy, model=model, provider=provider, base_url=base_url,  # type: ignore[arg-type]
+            api_key_env=api_key_env, reasoning_effort=reasoning_effort, screenshots=screenshots,
+            scripts_dir=scripts_dir,
+        )
     result = run_lane(req)
     for h in result.left_out:
         print(f"left out {h.serial}: {h.reason}", file=sys.stderr)
