@@ -1,7 +1,30 @@
 #!/usr/bin/env bash
-# The built-in default job: check the shipped task set and list the tune split.
+# `make demo`: check the shipped task set, start two virtual phones on a private adb server, run the
+# tune split on them with the simulated agent app, write the reports and print where they are.
+# The phones and the private adb server are stopped on exit; a developer's adb server (5037) and
+# real phones are never touched.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FARM=.venv/bin/farm
+PORT="${DEMO_PORT:-5137}"
+RUNS="${DEMO_RUNS_DIR:-runs}"
+export ANDROID_ADB_SERVER_PORT="$PORT"
+# A state directory of its own, so a `farm sim up` the developer left running is not touched.
+FARM_SIM_STATE_DIR="$(mktemp -d -t farm-demo.XXXXXX)"
+export FARM_SIM_STATE_DIR
+
 $FARM tasks check tasks/
-$FARM tasks list --split tune
+
+cleanup() {
+    "$FARM" sim down >/dev/null 2>&1 || true
+    adb -P "$PORT" kill-server >/dev/null 2>&1 || true
+    rm -rf "$FARM_SIM_STATE_DIR"
+}
+trap cleanup EXIT
+
+echo "== starting two virtual phones (adb server on 127.0.0.1:$PORT)"
+$FARM sim up --count 2 --adb-port "$PORT"
+$FARM devices
+echo "== farm run --split tune --all"
+$FARM run --split tune --all --runs-dir "$RUNS" --run-id "demo-$(date -u +%Y%m%d-%H%M%S)"
+echo "== done: open the report.md / report.html printed above"

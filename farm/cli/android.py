@@ -126,7 +126,10 @@ def devices_cmd(
     found = devices.discover(cfg)
     if not found:
         raise FarmError("no phone found on any adb server", hint=devices.NO_PHONE_HINT)
-    table = Table("serial", "adb server", "model", "Android", "battery", "state", "health", "reason")
+    table = Table()
+    for name in ("serial", "adb server", "model", "Android", "battery", "state", "health"):
+        table.add_column(name, no_wrap=True)
+    table.add_column("reason")
     for phone in found:
         h = health.check(phone, cfg.health, prof)
         battery = "" if h.battery is None else f"{h.battery}%" + (" ⚡" if h.charging else "")
@@ -134,7 +137,9 @@ def devices_cmd(
             h.serial, h.server, h.model or "", h.android or "", battery, h.state,
             "ok" if h.ok else "left out", h.reason or "",
         )
-    Console(soft_wrap=True).print(table)
+    import sys
+
+    Console(width=None if sys.stdout.isatty() else 160).print(table)
 
 
 def pull(
