@@ -75,6 +75,10 @@ class Stream:
             return b""
         return item
 
+    def has_pending_input(self) -> bool:
+        """Whether host bytes are already buffered (a pipelined next request)."""
+        return bool(self._rbuf) or not self._inbox.empty()
+
     async def read_exactly(self, n: int) -> bytes:
         """Exactly `n` bytes; StreamClosed if the host closes first."""
         while len(self._rbuf) < n:

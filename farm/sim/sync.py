@@ -38,7 +38,9 @@ async def serve_sync(phone: PhoneState, stream: Stream) -> None:
         else:
             if not await _send(phone, stream, path):
                 return
-        await stream.flush()
+        if not stream.has_pending_input():
+            # Pipelined requests (adb pull sends many RECVs ahead) share WRTEs; flush when idle.
+            await stream.flush()
 
 
 def _host(phone: PhoneState, path: str) -> str:
