@@ -67,25 +67,30 @@ async def _interactive(sh: Shell, stream: Stream, v2: bool) -> int:
     pending = b""
     while True:
         data = await stream.read()
-        if not data:
-            return sh.status
-        if v2:
-            data = _stdin_payload(data)
+        closed = not data
+        if v2 and data:
+            data, closed = _stdin_payload(data)
         pending += data
-        while b"\n" in pending:
-            line, pending = pending.split(b"\n", 1)
+        while b"\n" in pending or closed and pending:
+            line, _, pending = pending.partition(b"\n")
             text = line.decode("utf-8", "replace").strip()
             if text == "exit":
                 return sh.status
             if text:
                 await sh.run(text)
+        if closed:
+            return sh.status
 
 
-def _stdin_payload(data: bytes) -> bytes:
+def _stdin_payload(data: bytes) -> tuple[bytes, bool]:
+    """Stdin bytes of shell-v2 packets, and whether the host closed stdin."""
     out = bytearray()
+    closed = False
     while len(data) >= _V2.size:
         ident, length = _V2.unpack_from(data)
         if ident == ID_STDIN:
             out += data[_V2.size : _V2.size + length]
+        elif ident == ID_CLOSE_STDIN:
+            closed = True
         data = data[_V2.size + length :]
-    return bytes(out)
+    return bytes(out), closed

@@ -204,6 +204,8 @@ class Shell:
         self.status = 0
         self.stdin = b""
         self.closed_by_host = False
+        self.exit_requested = False
+        self._depth = 0
         self.wait_host_close: Callable[[], Awaitable[None]] | None = None
         """Completes when the host closes the stream (for commands that run until killed)."""
         self._emit_out = emit_out
@@ -266,14 +268,20 @@ class Shell:
             await self.flush()
             return 2
         prev_op = ";"
-        for pipeline, op in script:
-            skipped = prev_op == "&&" and self.status != 0 or prev_op == "||" and self.status == 0
-            if not skipped:
-                self.status = await self._run_pipeline(pipeline)
-                await self.flush()
-            prev_op = op
-            if self.closed_by_host:
-                break
+        self._depth += 1
+        try:
+            for pipeline, op in script:
+                skipped = prev_op == "&&" and self.status != 0 or prev_op == "||" and self.status == 0
+                if not skipped:
+                    self.status = await self._run_pipeline(pipeline)
+                    await self.flush()
+                prev_op = op
+                if self.closed_by_host or self.exit_requested:
+                    break
+        finally:
+            self._depth -= 1
+            if self._depth > 0:
+                self.exit_requested = False  # `exit` inside `sh -c` ends only that shell
         return self.status
 
     async def _run_pipeline(self, pipeline: Pipeline) -> int:
@@ -458,3 +466,12 @@ class Shell:
         if async_fn is not None:
             return await async_fn(self, argv[1:])
         return self.fail(f"/system/bin/sh: {name}: inaccessible or not found", 127)
+
+
+@command("exit")
+def _exit(sh: Shell, args: list[str]) -> int:
+    sh.exit_requested = True
+    try:
+        return int(args[0]) & 0xFF if args else sh.status
+    except ValueError:
+        return sh.fail(f"/system/bin/sh: exit: Illegal number: {args[0]}", 2)

@@ -186,3 +186,80 @@ def test_app_process_keeps_uiautomator_server_up_until_closed(virtual_phone: Sim
 
         time.sleep(0.05)
     assert virtual_phone.state.u2_server_streams == 0
+
+
+def test_parser_splits_operators_and_keeps_quotes() -> None:
+    from farm.sim.shell_core import parse
+
+    script = parse("a 'b;c' && d \"e f\" || g; h | i > /sdcard/o 2>&1")
+    assert [op for _pipeline, op in script] == ["&&", "||", ";", ";"]
+    words = [["".join(part[0] for part in word) for word in simple.words] for simple in script[0][0]]
+    assert words == [["a", "b;c"]]
+    last = script[3][0]
+    assert len(last) == 2 and [op for op, _ in last[1].redirects] == [">", "2>&1"]
+
+
+def test_exit_status_and_sh_c_scope(virtual_phone: SimPhone) -> None:
+    d = device(virtual_phone)
+    assert d.shell2("echo a; exit 3; echo never", v2=True).returncode == 3
+    assert d.shell("sh -c 'exit 4'; echo after $?") == "after 4"
+
+
+def test_piped_stdin_runs_each_line(virtual_phone: SimPhone) -> None:
+    import subprocess
+
+    from farm.sim.launcher import adb_binary
+
+    done = subprocess.run(
+        [adb_binary(), "-P", str(virtual_phone.adb_port), "-s", virtual_phone.serial, "shell"],
+        input="echo first\ngetprop ro.product.device\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.stdout.splitlines() == ["first", virtual_phone.profile.device]
+
+
+def test_exec_out_streams_raw_bytes(virtual_phone: SimPhone) -> None:
+    import subprocess
+
+    from farm.sim.launcher import adb_binary
+
+    blob = bytes(range(256)) * 1000
+    (virtual_phone.root / "sdcard/raw.bin").write_bytes(blob)
+    done = subprocess.run(
+        [adb_binary(), "-P", str(virtual_phone.adb_port), "-s", virtual_phone.serial, "exec-out",
+         "cat /sdcard/raw.bin"],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.stdout == blob
+
+
+def test_am_instrument_streams_status_protocol(virtual_phone: SimPhone) -> None:
+    agent = virtual_phone.profile.agent
+    conn = device(virtual_phone).shell(
+        f"am instrument -w -r -e class {agent.eval_class} -e evalRun r1 {agent.test_package}/{agent.runner}",
+        stream=True,
+    )
+    conn.conn.settimeout(60)
+    output = conn.read_until_close()
+    assert "INSTRUMENTATION_CODE:" in output
+    assert output.rstrip().splitlines()[-1].startswith("INSTRUMENTATION_CODE:")
+
+
+def test_host_path_refuses_escapes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from farm.sim.phone import PathEscapeError, PhoneState
+
+    phone = PhoneState(root=tmp_path / "phone")
+    assert phone.host_path("/storage/emulated/0/DCIM") == phone.root / "sdcard" / "DCIM"
+    assert phone.host_path("/../../etc/passwd") == phone.root / "etc" / "passwd"
+    (phone.root / "sdcard" / "out").symlink_to(tmp_path)
+    try:
+        phone.host_path("/sdcard/out/x")
+    except PathEscapeError:
+        pass
+    else:
+        raise AssertionError("a symlink out of the root must be refused")

@@ -193,3 +193,13 @@ def test_reverse_forward_recorded(virtual_phone: SimPhone) -> None:
     d.reverse_remove_all()
     assert virtual_phone.state.reverse_forwards == []
     assert d.reverse_list() == []
+
+
+def test_tcp_9008_reaches_uiautomator2_server(virtual_phone: SimPhone) -> None:
+    import uiautomator2
+
+    d = uiautomator2.connect(virtual_phone.serial)  # through adbutils.adb, i.e. the private server
+    info = d.info
+    assert info["productName"] == virtual_phone.profile.name
+    assert info["displayWidth"] == virtual_phone.profile.screen.width
+    assert virtual_phone.state.u2_server_streams >= 1
