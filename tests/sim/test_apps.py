@@ -230,3 +230,10 @@ def test_calendar_new_event_is_listed(tmp_path: Path) -> None:
     ui.input_text("2026-12-03 9:30")
     tap(ui, text="保存")
     assert "2026-12-03 09:30  牙医" in texts(ui)
+
+
+def test_calculator_repeated_digit_by_text_hits_the_key(tmp_path: Path) -> None:
+    ui = make_phone(tmp_path).ui
+    ui.launch(CALC)
+    tap_keys(ui, "11+1=")
+    assert find(ui, rid=f"{CALC}:id/result").text == "12"

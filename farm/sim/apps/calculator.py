@@ -138,9 +138,10 @@ class CalculatorApp(App):
             for key, bounds in zip(r, cells, strict=True):
                 if key:
                     keys.append(self._key(key, bounds))
+        # The pad comes first in document order so `d(text="1")` finds the key, not a formula reading "1".
         return [
-            group(display, [formula, result], cls="android.widget.LinearLayout", rid=self.rid("display")),
             group(frame.rest(), keys, cls="android.view.ViewGroup", rid=self.rid("pad_numeric")),
+            group(display, [formula, result], cls="android.widget.LinearLayout", rid=self.rid("display")),
         ]
 
     def _key(self, key: str, bounds: tuple[int, int, int, int]) -> Node:

@@ -160,7 +160,7 @@ class ShopApp(App):
         return nodes
 
     def _login(self, frame: Frame) -> list[Node]:
-        nodes = title_bar(self, frame, "登录", self.back_home)
+        nodes = title_bar(self, frame, "账号登录", self.back_home)
         nodes.append(label(frame.take(48), "登录后查看我的订单", rid=self.rid("login_tip")))
         nodes.append(self.edit(frame.take(64), "account", "账号", rid=self.rid("account")))
         nodes.append(self.edit(frame.take(64), "password", "密码", rid=self.rid("password"), password=True))
