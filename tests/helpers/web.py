@@ -7,8 +7,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser
 
+from farm.sim.launcher import SimFarm
+from farm.sim.profile import default_profile
+from tests.helpers.phones import private_adb_port
+from web_bench.browser import driver
 from web_bench.browser.android_chrome import AndroidChromeBackend
 from web_bench.browser.chromium import CHROMIUM_ARGS, DebuggableChromium, find_chromium
 from web_bench.browser.contract import BackendName, BrowserBackend
@@ -29,10 +33,13 @@ def site() -> Iterator[SiteServer]:
 @pytest.fixture(scope="module")
 def chromium_browser() -> Iterator[Browser]:
     """One headless Chromium per module (runs get fresh contexts from it)."""
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS, headless=True)
+    playwright = driver.acquire()
+    try:
+        browser = playwright.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS, headless=True)
         yield browser
         browser.close()
+    finally:
+        driver.release()
 
 
 @pytest.fixture(scope="module")
@@ -42,32 +49,38 @@ def devtools_chromium() -> Iterator[DebuggableChromium]:
         yield chromium
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def make_backend(
     request: pytest.FixtureRequest, site: SiteServer, chromium_browser: Browser
 ) -> Iterator[BackendFactory]:
-    """Factory: `make_backend("playwright")` or `make_backend("android-chrome")` (starts a virtual
-    phone whose Chrome socket is bridged to the module's debuggable Chromium)."""
-    opened: list[BrowserBackend] = []
+    """Factory: `make_backend("playwright")` or `make_backend("android-chrome")` — one backend of each
+    per module; android-chrome is a virtual phone whose Chrome socket is bridged to the module's
+    debuggable Chromium (sessions are fresh contexts or fresh tabs)."""
+    opened: dict[str, BrowserBackend] = {}
+    farms: list[SimFarm] = []
 
     def make(name: BackendName) -> BrowserBackend:
+        if name in opened:
+            return opened[name]
         backend: BrowserBackend
         if name == "playwright":
             backend = PlaywrightBackend(browser=chromium_browser)
         else:
-            from farm.sim.profile import default_profile
-
             chromium: DebuggableChromium = request.getfixturevalue("devtools_chromium")
             profile = default_profile()
             profile.chrome_devtools = chromium.endpoint
-            phone = request.getfixturevalue("virtual_farm")(1, profile=profile)[0]
+            farm = SimFarm(private_adb_port(request.config))
+            farms.append(farm)
+            phone = farm.add(1, profile=profile)[0]
             backend = AndroidChromeBackend(site.port, phone.serial, adb_port=phone.adb_port)
-        opened.append(backend)
+        opened[name] = backend
         return backend
 
     yield make
-    for backend in opened:
+    for backend in opened.values():
         backend.close()
+    for farm in farms:
+        farm.stop()
 
 
 def web_run(**fields: Any) -> WebRun:

@@ -13,9 +13,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import adbutils
 import httpx
-from playwright.sync_api import Browser, Playwright, sync_playwright
+from playwright.sync_api import Browser
 
 from farm.errors import FarmError
+from web_bench.browser import driver
 from web_bench.browser.contract import LOCALE, TIMEZONE, VIEWPORT, BackendName
 from web_bench.browser.page_tools import PageSession
 
@@ -68,7 +69,7 @@ class AndroidChromeBackend:
         self.serial = self.device.serial or ""
         self.site_port = site_port
         self.local_port = 0
-        self._pw: Playwright | None = None
+        self._driver = False
         self._browser: Browser | None = None
 
     @property
@@ -81,12 +82,13 @@ class AndroidChromeBackend:
             except (adbutils.AdbError, OSError) as exc:
                 raise FarmError(f"{self.serial}: adb forward/reverse failed ({exc})") from None
             endpoint = devtools_ws_url(self.local_port)
-            self._pw = sync_playwright().start()
+            playwright = driver.acquire()
+            self._driver = True
             try:
-                self._browser = self._pw.chromium.connect_over_cdp(endpoint, timeout=30000)
+                self._browser = playwright.chromium.connect_over_cdp(endpoint, timeout=30000)
             except Exception as exc:
-                self._pw.stop()
-                self._pw = None
+                driver.release()
+                self._driver = False
                 first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
                 raise FarmError(f"{self.serial}: cannot connect to Chrome over CDP: {first}") from None
         return self._browser
@@ -110,9 +112,9 @@ class AndroidChromeBackend:
                 self._browser.close()
             finally:
                 self._browser = None
-        if self._pw is not None:
-            self._pw.stop()
-            self._pw = None
+        if self._driver:
+            driver.release()
+            self._driver = False
         for undo in (lambda: self.device.forward_remove(f"tcp:{self.local_port}", raise_non_found=False),
                      lambda: self.device.reverse_remove(f"tcp:{self.site_port}")):
             try:

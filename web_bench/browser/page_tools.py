@@ -78,7 +78,8 @@ class PageSession:
         if name == "browser_snapshot":
             return ToolResult(text=self.snapshot_text())
         if name == "browser_navigate_back":
-            page.go_back(wait_until="domcontentloaded")
+            # "commit": a back-forward-cache restore fires no load events (Chrome on phones keeps bfcache on).
+            page.go_back(wait_until="commit")
             return self._after_action()
         if name == "browser_take_screenshot":
             image = page.screenshot(type="jpeg", quality=70)

@@ -3,9 +3,10 @@ isolated browser context per run."""
 
 from __future__ import annotations
 
-from playwright.sync_api import Browser, Playwright, sync_playwright
+from playwright.sync_api import Browser
 
 from farm.errors import FarmError
+from web_bench.browser import driver
 from web_bench.browser.chromium import CHROMIUM_ARGS, find_chromium
 from web_bench.browser.contract import LOCALE, TIMEZONE, VIEWPORT, BackendName
 from web_bench.browser.page_tools import PageSession
@@ -18,7 +19,7 @@ class PlaywrightBackend:
 
     def __init__(self, chromium: str | None = None, *, browser: Browser | None = None) -> None:
         # An injected browser (shared by a test module) is not closed by this backend.
-        self._owned: Playwright | None = None
+        self._owned = False
         self._browser = browser
         self._chromium = None if browser else find_chromium(chromium)
 
@@ -26,14 +27,14 @@ class PlaywrightBackend:
     def browser(self) -> Browser:
         """The browser, launched on first use."""
         if self._browser is None:
-            self._owned = sync_playwright().start()
+            playwright = driver.acquire()
             try:
-                self._browser = self._owned.chromium.launch(
+                self._browser = playwright.chromium.launch(
                     executable_path=self._chromium, args=CHROMIUM_ARGS, headless=True
                 )
+                self._owned = True
             except Exception as exc:
-                self._owned.stop()
-                self._owned = None
+                driver.release()
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 raise FarmError(f"{self._chromium}: Chromium failed to launch: {first}") from None
         return self._browser
@@ -45,9 +46,11 @@ class PlaywrightBackend:
 
     def close(self) -> None:
         """Close the browser and Playwright if this backend launched them."""
-        if self._owned is not None:
-            if self._browser is not None:
-                self._browser.close()
-            self._owned.stop()
-            self._owned = None
-            self._browser = None
+        if self._owned:
+            try:
+                if self._browser is not None:
+                    self._browser.close()
+            finally:
+                driver.release()
+                self._owned = False
+                self._browser = None
