@@ -95,6 +95,9 @@ def _draw_node(draw: ImageDraw.ImageDraw, node: Node, scale: float) -> None:
                                fill=ACCENT if node.checked else (189, 193, 198))
         kx = cx + knob_r if node.checked else cx - knob_r
         draw.ellipse((kx - knob_r, cy - knob_r, kx + knob_r, cy + knob_r), fill=SURFACE)
+    if node.rid.endswith(":id/icon"):
+        _draw_icon(draw, node, (left, top, right, bottom))
+        return
     text = node.text or (node.desc if node.cls.endswith("ImageButton") else "")
     if text:
         size = max(8, min(round(height * 0.42), round(48 * scale)))
@@ -107,6 +110,23 @@ def _draw_node(draw: ImageDraw.ImageDraw, node: Node, scale: float) -> None:
         else:
             x = left + 8
         draw.text((x, top + (height - size) / 2), shown, fill=colour, font=fnt)
+
+
+def _draw_icon(draw: ImageDraw.ImageDraw, node: Node, box: tuple[int, int, int, int]) -> None:
+    """A launcher icon: a coloured disc with the label's first letter, the label below."""
+    left, top, right, bottom = box
+    r = min(right - left, bottom - top) // 4
+    cx, cy = (left + right) // 2, top + (bottom - top) * 2 // 5
+    hue = sum(map(ord, node.text)) % 6
+    colour = [(66, 133, 244), (219, 68, 55), (244, 180, 0), (15, 157, 88), (171, 71, 188), (0, 172, 193)][hue]
+    draw.ellipse((cx - r, cy - r, cx + r, cy + r), fill=colour)
+    fnt = font(max(8, r))
+    initial = node.text[:1].upper()
+    draw.text((cx - draw.textlength(initial, font=fnt) / 2, cy - r / 2), initial, fill=SURFACE, font=fnt)
+    size = max(8, (bottom - top) // 7)
+    small = font(size)
+    shown = _fit(draw, node.text, small, right - left - 8)
+    draw.text((cx - draw.textlength(shown, font=small) / 2, cy + r + size // 2), shown, fill=INK, font=small)
 
 
 def render(ui: UiDevice, fmt: Literal["PNG", "JPEG"], quality: int = 80, scale: float = 1.0) -> bytes:
