@@ -56,6 +56,10 @@ def run_task(
     writer = TranscriptWriter(tree.root / task.id / "run")
     env = ActionEnv(answers=task.answers, apps=spec.apps, installed=known)
     try:
+        # Every task starts from the home screen with its apps closed, whatever the last task left.
+        for package in task.apps:
+            if "{" not in package and (not known or package in known):
+                phone.stop(package)
         phone.press("home")
         attempt = run_attempt(TaskContext(task=task, apps=spec.apps), phone, policy, writer, env)
     except PhoneError as exc:  # the phone was gone before the first read

@@ -64,17 +64,29 @@ def test_wrong_answer_fails(virtual_phone: Any, tmp_path: Path) -> None:
         "failed", False, "perception")
 
 
-def test_phone_that_disconnects_mid_task_is_an_infrastructure_error(virtual_farm: Any, tmp_path: Path) -> None:
-    from farm.sim.profile import FaultSpec
+class _UnplugAfter(ScriptedPolicy):
+    """Plays a script, and pulls the phone off the adb server after `n` decisions (a USB unplug)."""
 
-    sim = virtual_farm(1, faults=FaultSpec(disconnect_after_s=4.0))[0]
-    waits = [{"wait": {"seconds": 0.5 + i / 100}} for i in range(40)]
-    slow = Script(steps=[{"launch": {"capability": "calculator"}}, *waits, {"answer": "never"}])
-    phone = host_phone(sim)
-    spec = task_spec("calculator-multiply", phone)
-    report = run_task(spec.__class__(**{**spec.__dict__, "task": spec.task.model_copy(update={"max_steps": 60})}),
-                      phone, ScriptedPolicy({"calculator-multiply": slow}), EvalTree(tmp_path / "r1", "r1"),
-                      execution="simulated", installed=installed(sim))
+    def __init__(self, scripts: dict[str, Script], sim: Any, n: int) -> None:
+        super().__init__(scripts)
+        self.sim, self.n, self.calls = sim, n, 0
+
+    def decide(self, obs: Any, feedback: str | None) -> Any:
+        self.calls += 1
+        if self.calls == self.n:
+            import adbutils
+
+            adbutils.AdbClient(port=self.sim.adb_port).disconnect(self.sim.serial)
+        return super().decide(obs, feedback)
+
+
+def test_phone_that_disconnects_mid_task_is_an_infrastructure_error(virtual_phone: Any, tmp_path: Path) -> None:
+    script = Script(steps=[{"launch": {"capability": "calculator"}}, *[{"tap": key} for key in "123×456="],
+                           {"answer": "never"}])
+    phone = host_phone(virtual_phone)
+    policy = _UnplugAfter({"calculator-multiply": script}, virtual_phone, n=4)
+    report = run_task(task_spec("calculator-multiply", phone), phone, policy, EvalTree(tmp_path / "r1", "r1"),
+                      execution="simulated", installed=installed(virtual_phone))
     assert (report.result.outcome, report.result.failure_category) == ("error", "infrastructure")
     assert report.result.reasons[0].startswith("phone")
-    assert report.line.outcome == "error"
+    assert report.line.outcome == "error" and report.evidence.steps == 4
