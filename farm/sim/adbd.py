@@ -196,8 +196,9 @@ class AdbTransport:
         async with self._send_lock:
             if data and command == A_WRTE:
                 self._sent_bytes += len(data)
-                if faults.disconnect_after_bytes is not None and self._sent_bytes > faults.disconnect_after_bytes:
-                    self.abort()
+                limit = faults.disconnect_after_bytes
+                if limit is not None and self._sent_bytes > limit and not self.phone.link_drops:
+                    self.drop()
                     raise StreamClosed("link dropped (fault)")
                 if faults.slow_link_bps:
                     await self._throttle(faults.slow_link_bps)
@@ -214,6 +215,11 @@ class AdbTransport:
         if delay > 0:
             await self.writer.drain()
             await asyncio.sleep(delay)
+
+    def drop(self) -> None:
+        """A disconnect fault: drop the link once; the adb server's reconnect then finds a healthy phone."""
+        self.phone.link_drops += 1
+        self.abort()
 
     def abort(self) -> None:
         """Drop the TCP connection at once (as a pulled cable would)."""
@@ -287,7 +293,7 @@ class AdbTransport:
         if not self.online:
             self.online = True
             after = self.phone.profile.faults.disconnect_after_s
-            if after is not None:
+            if after is not None and not self.phone.link_drops:
                 self._spawn(self._disconnect_later(after))
 
     async def _send_auth_token(self) -> None:
@@ -295,7 +301,8 @@ class AdbTransport:
 
     async def _disconnect_later(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
-        self.abort()
+        if not self.phone.link_drops:
+            self.drop()
 
     def _on_open(self, remote_id: int, data: bytes) -> None:
         service = data.split(b"\0", 1)[0].decode("utf-8", "replace")

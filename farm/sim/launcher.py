@@ -178,6 +178,11 @@ class SimFarm:
         except (AdbError, OSError):
             pass
 
+    def unplug(self, phone: SimPhone) -> None:
+        """Stop one phone's adbd for good (as a pulled cable): the adb server cannot reconnect it."""
+        index = self.phones.index(phone)
+        self._loop.call(self._daemons[index].stop(), timeout=10)
+
     def disconnect(self, phone: SimPhone) -> None:
         """`adb disconnect` the phone (ignores a server that is already gone)."""
         from adbutils import AdbClient, AdbError

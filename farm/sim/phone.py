@@ -61,6 +61,8 @@ class PhoneState:
         self.screen_on: bool = True
         self.locked: bool = False
         self.reverse_forwards: list[str] = []
+        self.link_drops = 0
+        """How many times a disconnect fault dropped the link (each fires once; reconnects are healthy)."""
         self.u2_server_streams = 0
         """Open `app_process … com.wetest.uia2.Main` shells; tcp:9008 answers only while > 0."""
         self.serial: str = ""

@@ -65,3 +65,39 @@ def test_offline_state_is_seen_by_the_server(virtual_farm) -> None:  # type: ign
     assert state_of(phone) == "offline"
     with pytest.raises(adbutils.AdbError, match="offline"):
         device(phone).shell("echo no")
+
+
+def _wait_state(phone: SimPhone, want: str, timeout: float = 20) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if state_of(phone) == want:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_dropped_link_comes_back_healthy(virtual_farm) -> None:  # type: ignore[no-untyped-def]
+    phone = virtual_farm(1, faults=FaultSpec(disconnect_after_s=0.5))[0]
+    deadline = time.monotonic() + 20
+    while phone.state.link_drops == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert phone.state.link_drops == 1
+    assert _wait_state(phone, "device")  # the adb server reconnects; the fault fired once
+    assert device(phone).shell("echo back") == "back"
+    assert phone.state.link_drops == 1
+
+
+def test_unplugged_phone_stops_answering(virtual_farm) -> None:  # type: ignore[no-untyped-def]
+    from farm.sim.launcher import SimFarm
+
+    farm = SimFarm(virtual_farm(1)[0].adb_port)
+    try:
+        phone = farm.add(1)[0]
+        assert device(phone).shell("echo up") == "up"
+        farm.unplug(phone)
+        with pytest.raises((adbutils.AdbError, EOFError, OSError)):
+            for _ in range(50):
+                device(phone).shell2("echo gone", v2=True)
+                time.sleep(0.1)
+    finally:
+        farm.stop()
