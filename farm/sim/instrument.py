@@ -65,6 +65,25 @@ def _bundle(pairs: dict[str, str], code: int) -> bytes:
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 
+class _Reporter:
+    """Instrument.java's TextStatusReporter: `-r` prints every bundle; otherwise only `stream` values."""
+
+    def __init__(self, raw: bool) -> None:
+        self.raw = raw
+
+    def status(self, pairs: dict[str, str], code: int) -> bytes:
+        if not self.raw and "stream" in pairs:
+            return pairs["stream"].encode("utf-8")
+        return _bundle(pairs, code)
+
+    def result(self, pairs: dict[str, str], code: int) -> bytes:
+        if not self.raw and "stream" in pairs:
+            return (pairs["stream"] + "\n").encode("utf-8")
+        lines = [f"INSTRUMENTATION_RESULT: {k}={pairs[k]}" for k in sorted(pairs)]
+        lines.append(f"INSTRUMENTATION_CODE: {code}")
+        return ("\n".join(lines) + "\n").encode("utf-8")
+
+
 def _failed_to_start(component: str) -> bytes:
     return (
         "INSTRUMENTATION_STATUS: id=ActivityManagerService\n"
@@ -114,13 +133,14 @@ def _format_time(seconds: float) -> str:
 
 async def run_instrument(phone: PhoneState, argv: list[str]) -> AsyncGenerator[bytes, None]:
     """Yield the output of `am instrument -w -r …` as the simulated eval run produces it."""
-    extras, component, _flags = parse_argv(argv)
+    extras, component, flags = parse_argv(argv)
+    rep = _Reporter(raw="-r" in flags)
     agent = phone.profile.agent
     expected = f"{agent.test_package}/{agent.runner}"
     if component is None or component != expected or phone.profile.package(agent.test_package) is None:
         yield _failed_to_start(component or "")
         return
-    cls = extras.get("class", agent.eval_class).split("#")[0]
+    cls, _, only = extras.get("class", agent.eval_class).partition("#")
     opts = _options(extras)
     began = time.monotonic()
     setup_error: str | None = None
@@ -132,10 +152,12 @@ async def run_instrument(phone: PhoneState, argv: list[str]) -> AsyncGenerator[b
     elif opts.tasks_path:
         try:
             tasks = select(_load_tasks(phone, opts.tasks_path), opts)
+            if only:  # `-e class Cls#taskId` runs that one task, like a single test method
+                tasks = [t for t in tasks if str(t.get("id")) == only]
         except (OSError, ValueError) as exc:
             setup_error = f"java.io.FileNotFoundException: {opts.tasks_path}: {exc.__class__.__name__}"
     if setup_error is not None:
-        async for chunk in _setup_failure(cls, setup_error, began):
+        async for chunk in _setup_failure(rep, cls, setup_error, began):
             yield chunk
         return
 
@@ -149,36 +171,37 @@ async def run_instrument(phone: PhoneState, argv: list[str]) -> AsyncGenerator[b
     for i, task in enumerate(tasks):
         tid = str(task.get("id", f"task{i}"))
         base = {"class": cls, "current": str(i + 1), "id": RUNNER_ID, "numtests": str(numtests), "test": tid}
-        yield _bundle({**base, "stream": f"\n{cls}:" if i == 0 else ""}, 1)
+        yield rep.status({**base, "stream": f"\n{cls}:" if i == 0 else ""}, 1)
         if faults.instrument_stop_after_tasks is not None and i >= faults.instrument_stop_after_tasks:
             await asyncio.Event().wait()  # the device went away: no more output, ever
         if faults.instrument_crash_after_tasks is not None and i >= faults.instrument_crash_after_tasks:
             died = "java.lang.IllegalStateException: agent service died"
             stack = died + "\n" + _STACK_TAIL.format(cls=cls, test=tid, line=120 + i)
-            yield _bundle({**base, "stack": stack,
-                           "stream": f"\nProcess crashed while executing {tid}({cls}):\n{stack}"}, -2)
-            yield b"INSTRUMENTATION_RESULT: shortMsg=Process crashed.\nINSTRUMENTATION_CODE: 0\n"
+            yield rep.status({**base, "stack": stack,
+                              "stream": f"\nProcess crashed while executing {tid}({cls}):\n{stack}"}, -2)
+            yield rep.result({"shortMsg": "Process crashed."}, 0)
             return
         att: Attempt = attempt(phone, task, opts, tree.files_dir)
         if att.sim_seconds > 0:
             await asyncio.sleep(att.sim_seconds / agent.time_scale)
         tree.add(att)
         if att.status == 0:
-            yield _bundle({**base, "stream": "."}, 0)
+            yield rep.status({**base, "stream": "."}, 0)
         elif att.status == -3:
             ignored += 1
-            yield _bundle({**base, "stream": ""}, -3)
+            yield rep.status({**base, "stream": ""}, -3)
         else:
             kind = "org.junit.AssumptionViolatedException" if att.status == -4 else "java.lang.AssertionError"
             stack = f"{kind}: {att.reason}\n" + _STACK_TAIL.format(cls=cls, test=tid, line=120 + i)
             if att.status == -2:
                 failures.append((f"{tid}({cls})", stack))
-            yield _bundle({**base, "stack": stack, "stream": f"\nError in {tid}({cls}):\n{stack}"}, att.status)
-    yield _result_tail(numtests - ignored, failures, time.monotonic() - began)
+            yield rep.status({**base, "stack": stack, "stream": f"\nError in {tid}({cls}):\n{stack}"}, att.status)
+    yield rep.result({"stream": _result_stream(numtests - ignored, failures, time.monotonic() - began)}, -1)
 
 
-def _result_tail(run_count: int, failures: list[tuple[str, str]], seconds: float) -> bytes:
-    text = f"INSTRUMENTATION_RESULT: stream=\n\nTime: {_format_time(seconds)}\n"
+def _result_stream(run_count: int, failures: list[tuple[str, str]], seconds: float) -> str:
+    """JUnit's text summary (the result bundle's `stream`)."""
+    text = f"\n\nTime: {_format_time(seconds)}\n"
     if failures:
         word = "failure" if len(failures) == 1 else "failures"
         text += f"There {'was' if len(failures) == 1 else 'were'} {len(failures)} {word}:\n"
@@ -187,14 +210,14 @@ def _result_tail(run_count: int, failures: list[tuple[str, str]], seconds: float
         text += f"\nFAILURES!!!\nTests run: {run_count},  Failures: {len(failures)}\n"
     else:
         text += f"\nOK ({run_count} test{'' if run_count == 1 else 's'})\n"
-    text += "\n\nINSTRUMENTATION_CODE: -1\n"
-    return text.encode("utf-8")
+    return text + "\n"
 
 
-async def _setup_failure(cls: str, error: str, began: float) -> AsyncIterator[bytes]:
+async def _setup_failure(rep: _Reporter, cls: str, error: str, began: float) -> AsyncIterator[bytes]:
     """A run that cannot start its tasks: one failing test `initializationError`, like JUnit reports it."""
     base = {"class": cls, "current": "1", "id": RUNNER_ID, "numtests": "1", "test": "initializationError"}
-    yield _bundle({**base, "stream": f"\n{cls}:"}, 1)
+    yield rep.status({**base, "stream": f"\n{cls}:"}, 1)
     stack = error + "\n" + _STACK_TAIL.format(cls=cls, test="initializationError", line=40)
-    yield _bundle({**base, "stack": stack, "stream": f"\nError in initializationError({cls}):\n{stack}"}, -2)
-    yield _result_tail(1, [(f"initializationError({cls})", stack)], time.monotonic() - began)
+    yield rep.status({**base, "stack": stack, "stream": f"\nError in initializationError({cls}):\n{stack}"}, -2)
+    yield rep.result({"stream": _result_stream(1, [(f"initializationError({cls})", stack)],
+                                               time.monotonic() - began)}, -1)

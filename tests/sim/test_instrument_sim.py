@@ -244,3 +244,26 @@ def test_passed_write_task_leaves_marker_in_target_app(tmp_path: Path) -> None:
     phone.ui.launch("com.android.deskclock")
     assert "晨跑-R9" in [n.text for n in nodes(phone.ui)]
     assert scores(phone, "R9")[0]["appPackage"] == "com.android.deskclock"
+
+
+def test_result_tail_matches_junit_text_format(tmp_path: Path) -> None:
+    phone = fast_phone(tmp_path, pass_rate=1.0)
+    out = run_to_text(phone, instrument_argv("R1", push_bundle(phone, "R1", [task("a"), task("i", "irreversible")])))
+    tail = out[out.index("INSTRUMENTATION_RESULT: stream=\n\nTime: "):]
+    assert tail.endswith("\n\nOK (1 test)\n\n\nINSTRUMENTATION_CODE: -1\n")
+
+
+def test_without_raw_flag_only_streams_are_printed(tmp_path: Path) -> None:
+    phone = fast_phone(tmp_path, pass_rate=1.0)
+    argv = [a for a in instrument_argv("R1", push_bundle(phone, "R1", [task("a"), task("b")])) if a != "-r"]
+    out = run_to_text(phone, argv)
+    assert "INSTRUMENTATION_STATUS" not in out and "INSTRUMENTATION_CODE" not in out
+    assert out.startswith(f"\n{EVAL_CLASS}:..") and out.endswith("OK (2 tests)\n\n\n")
+
+
+def test_class_with_method_runs_one_task(tmp_path: Path) -> None:
+    phone = fast_phone(tmp_path)
+    argv = instrument_argv("R1", push_bundle(phone, "R1", [task("a"), task("b"), task("c")]))
+    argv[argv.index(EVAL_CLASS)] = f"{EVAL_CLASS}#b"
+    run_to_text(phone, argv)
+    assert [r["id"] for r in scores(phone, "R1")] == ["b"]
