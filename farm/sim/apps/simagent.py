@@ -239,7 +239,10 @@ class EvalTree:
         run_dir.mkdir(parents=True, exist_ok=True)
         _atomic(run_dir / "steps.jsonl", "".join(json.dumps(s, ensure_ascii=False) + "\n"
                                                   for s in self._steps(att, start)))
-        final = {**rec, "run": self.opts.run, "goal": att.task.get("goal"),
+        goal = str(att.task.get("goal") or "")
+        if self.opts.channel == "web" and not goal.startswith("用网页"):
+            goal = "用网页" + goal  # seed 003: a forced web channel prefixes the goal
+        final = {**rec, "run": self.opts.run, "goal": goal,
                  "options": {"split": self.opts.split, "set": self.opts.eval_set, "channel": self.opts.channel,
                              "onTakeover": self.opts.on_takeover, "flags": self.opts.flags,
                              "learnSkills": self.opts.learn_skills, "memory": self.opts.memory}}
