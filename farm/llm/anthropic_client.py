@@ -71,9 +71,13 @@ def to_anthropic_messages(messages: Sequence[Message]) -> tuple[str | None, list
                 blocks.append({"type": "text", "text": msg.text})
             add("user", blocks)
         elif msg.role == "tool":
-            content: list[dict[str, Any]] = [{"type": "text", "text": msg.text or ""}]
+            # The API refuses empty text blocks, so an empty result carries no content at all.
+            content: list[dict[str, Any]] = [{"type": "text", "text": msg.text}] if msg.text else []
             content += [_image_block(img) for img in msg.images]
-            add("user", [{"type": "tool_result", "tool_use_id": msg.tool_call_id or "", "content": content}])
+            result: dict[str, Any] = {"type": "tool_result", "tool_use_id": msg.tool_call_id or ""}
+            if content:
+                result["content"] = content
+            add("user", [result])
         else:
             blocks = []
             for t in msg.thinking:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from farm.results.record import Tokens
 
@@ -69,6 +69,20 @@ class Message(BaseModel):
     thinking: list[ThinkingBlock] = Field(default_factory=list)
     """Assistant reasoning blocks to send back unchanged (Anthropic with thinking enabled)."""
 
+    @model_validator(mode="after")
+    def _fits_role(self) -> Message:
+        if self.role == "tool" and not self.tool_call_id:
+            raise ValueError("a tool message needs the tool_call_id it answers")
+        if self.role != "tool" and self.tool_call_id is not None:
+            raise ValueError("tool_call_id belongs on tool messages only")
+        if self.role != "assistant" and (self.tool_calls or self.thinking):
+            raise ValueError("tool_calls and thinking belong on assistant messages only")
+        if self.role in ("system", "assistant") and self.images:
+            raise ValueError("images go on user or tool messages")
+        if self.role in ("system", "user") and not self.text and not self.images:
+            raise ValueError(f"a {self.role} message needs text or images")
+        return self
+
     @classmethod
     def system(cls, text: str) -> Message:
         """A system prompt."""
@@ -94,8 +108,8 @@ class ToolSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str
-    """Tool name (letters, digits, `_`, `-`)."""
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    """Tool name (letters, digits, `_`, `-`; at most 64), as both APIs require."""
     description: str
     """What the tool does, for the model."""
     parameters: dict[str, JsonValue] = Field(default_factory=_empty_schema)

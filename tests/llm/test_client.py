@@ -248,3 +248,18 @@ def test_malformed_call_can_be_answered_and_replayed(
     messages += [turn.as_message(), Message.tool_result(turn.tool_calls[0].id, "Error: arguments are not valid JSON")]
     assert client.complete(messages, [TAP]).text == "fixed"
     assert stub.requests[1].tool_results() == ["Error: arguments are not valid JSON"]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_empty_tool_result_is_sent_without_empty_text(
+    provider: Provider, stub: ModelStub, client_for: MakeClient
+) -> None:
+    stub.script([StubReply(tool_calls=[("press_back", {})]), StubReply(text="k")])
+    client = client_for(provider)
+    messages = convo()
+    turn = client.complete(messages)
+    messages += [turn.as_message(), Message.tool_result(turn.tool_calls[0].id, "")]
+    client.complete(messages)
+    assert stub.requests[1].tool_results() == [""]
+    if provider == "anthropic":
+        assert "content" not in stub.requests[1].body["messages"][-1]["content"][0]
