@@ -15,7 +15,7 @@ from host_agent import tools as t
 from host_agent.actions import ActionEnv, perform
 from host_agent.observation import Observation
 from host_agent.phone import Phone, PhoneError
-from host_agent.policy import Decision, ModelUnavailable, Policy, TaskContext
+from host_agent.policy import Decision, ModelUnavailable, Policy, PolicyUnavailable, TaskContext
 from host_agent.transcript import TranscriptWriter
 
 MAX_REPEATS = 5
@@ -175,6 +175,8 @@ def run_attempt(
         end, end_reason = "error", f"phone: {exc}"
     except ModelUnavailable as exc:
         end, end_reason = "error", f"model: {exc}"
+    except PolicyUnavailable as exc:
+        end, end_reason = "error", f"policy: {exc}"
     total = clock.now_ms()
     metrics = RunMetrics(
         first_feedback_ms=clock.first_feedback,

@@ -11,7 +11,11 @@ from farm.taskset.model import Task
 from host_agent.observation import Observation
 
 
-class ModelUnavailable(Exception):
+class PolicyUnavailable(Exception):
+    """The policy cannot drive this task at all (no script, no model): a harness problem, not the agent's."""
+
+
+class ModelUnavailable(PolicyUnavailable):
     """The model could not be reached after retries: an infrastructure error, not the agent's choice."""
 
 

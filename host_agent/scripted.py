@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from farm.errors import FarmError
 from host_agent.observation import Observation, UiNode
-from host_agent.policy import Decision, TaskContext
+from host_agent.policy import Decision, PolicyUnavailable, TaskContext
 
 DEFAULT_SCRIPTS = Path(__file__).resolve().parent.parent / "fixtures" / "scripts"
 _VALUE = re.compile(r"\{(marker|read:[^{}]+|after:[^{}]+)\}")
@@ -114,7 +114,8 @@ class ScriptedPolicy:
         """The next scripted call, resolved against the current screen."""
         assert self._ctx is not None, "begin() first"
         if not self._steps:
-            return _give_up(f"no script for task {self._ctx.task.id}")
+            # Not the agent's failure: the demo data has no script for this task.
+            raise PolicyUnavailable(f"no script for task {self._ctx.task.id}")
         if self._next >= len(self._steps):
             return _give_up("script ended without finishing the task")
         step = self._steps[self._next]

@@ -90,3 +90,9 @@ def test_phone_that_disconnects_mid_task_is_an_infrastructure_error(virtual_phon
     assert (report.result.outcome, report.result.failure_category) == ("error", "infrastructure")
     assert report.result.reasons[0].startswith("phone")
     assert report.line.outcome == "error" and report.evidence.steps == 4
+
+
+def test_task_without_a_script_is_an_error_not_an_agent_result(virtual_phone: Any, tmp_path: Path) -> None:
+    report = _run(virtual_phone, tmp_path, "settings-upgrade-android-99", {})
+    assert (report.result.outcome, report.result.failure_category) == ("error", "infrastructure")
+    assert report.result.reasons == ["policy: no script for task settings-upgrade-android-99"]
