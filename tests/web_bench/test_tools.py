@@ -10,6 +10,7 @@ from tests.helpers.web import BackendFactory
 from web_bench import snapshot
 from web_bench.browser.contract import TOOLS, BrowserSession, ToolResult
 from web_bench.site import data
+from web_bench.site.catalog import TASK_NAMES
 from web_bench.site.server import SiteClient, SiteServer
 
 BACKENDS = ["playwright", "android-chrome"]
@@ -171,9 +172,8 @@ def test_pages_load_nothing_from_outside(open_page: Opener, site: SiteServer, ba
 
     page.route("**/*", intercept)
     client = SiteClient(site.base_url)
-    for task in ("order_lookup", "notification_toggle", "contact_form", "inventory_filter", "cart_checkout",
-                 "lazy_load"):
-        created = client.new_session(task, 2)  # type: ignore[arg-type]
+    for task in TASK_NAMES:
+        created = client.new_session(task, 2)
         _ok(session.call("browser_navigate", {"url": site.base_url + created.start_path}))
     assert seen
     assert all(url.startswith(site.base_url + "/") for url in seen), seen

@@ -1,0 +1,155 @@
+"""Report numbers against a hand-computed fixture, and the statistics underneath."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from farm.errors import FarmError
+from tests.helpers.web import web_run
+from web_bench.report import WebReport, report_file, to_markdown
+from web_bench.results import Timings, TokenCounts, WebRun, append_run
+from web_bench.stats import nearest_rank, p90, paired_bootstrap
+
+A, B = "playwright", "android-chrome"
+
+
+def _run(seed: int, backend: str, ms: float, ok: bool, first: str, **extra: object) -> WebRun:
+    return web_run(seed=seed, backend=backend, success=ok, timings=Timings(completion_ms=ms),
+                   order_in_pair=1 if backend == first else 2, first_backend=first, timeout_ms=1000, **extra)
+
+
+def _fixture() -> list[WebRun]:
+    # seed: A ms/ok, B ms/ok, who went first.   (timeout 1000 ms → a failure counts 2000 ms)
+    return [
+        _run(1, A, 100, True, A, tokens=TokenCounts(new_input=10, cache_read=5, cache_write=1, output=3)),
+        _run(1, B, 200, True, A),
+        _run(2, B, 900, True, B),
+        _run(2, A, 300, True, B, tokens=TokenCounts(new_input=20, output=4)),
+        _run(3, A, 400, True, A),
+        _run(3, B, 50, False, A),
+        _run(4, B, 80, False, B),
+        _run(4, A, 900, False, B),
+        _run(5, A, 500, True, A),  # no B run: not a complete pair
+    ]
+
+
+def _write(tmp_path: Path, runs: list[WebRun]) -> Path:
+    path = tmp_path / "results.jsonl"
+    for run in runs:
+        append_run(path, run)
+    return path
+
+
+@pytest.fixture
+def report(tmp_path: Path) -> WebReport:
+    return report_file(_write(tmp_path, _fixture()))
+
+
+def test_success_rates(report: WebReport) -> None:
+    a, b = report.backends[A], report.backends[B]
+    assert (a.runs, a.successes, a.success_rate) == (5, 4, 0.8)
+    assert (b.runs, b.successes, b.success_rate) == (4, 2, 0.5)
+
+
+def test_latency_only_over_successes(report: WebReport) -> None:
+    assert report.backends[A].p50_completion_ms == 300  # nearest rank of 100, 300, 400, 500
+    assert report.backends[B].p50_completion_ms == 200  # of 200, 900 (failures at 50 and 80 ignored)
+
+
+def test_no_p90_below_ten_successes(report: WebReport) -> None:
+    assert report.backends[A].p90_completion_ms is None
+
+
+def test_failure_penalty_means(report: WebReport) -> None:
+    assert report.backends[A].failure_penalty_mean_ms == pytest.approx((100 + 300 + 400 + 2000 + 500) / 5)
+    assert report.backends[B].failure_penalty_mean_ms == pytest.approx((200 + 900 + 2000 + 2000) / 4)
+
+
+def test_pair_table(report: WebReport) -> None:
+    p = report.pairs
+    assert (p.total, p.both_success, p.only_a, p.only_b, p.neither) == (4, 2, 1, 0, 1)
+
+
+def test_latency_ratio_is_geometric_mean_of_pair_ratios(report: WebReport) -> None:
+    ratio = report.latency_ratio
+    assert ratio.n == 2
+    assert ratio.value == pytest.approx((2.0 * 3.0) ** 0.5)
+    assert ratio.ci95 is not None and ratio.value is not None
+    assert ratio.ci95[0] <= ratio.value <= ratio.ci95[1]
+    assert 2.0 - 1e-9 <= ratio.ci95[0] and ratio.ci95[1] <= 3.0 + 1e-9
+
+
+def test_failure_penalty_ratio(report: WebReport) -> None:
+    # complete pairs only: A 100, 300, 400, 2000 (mean 700); B 200, 900, 2000, 2000 (mean 1275)
+    assert report.failure_penalty_ratio.n == 4
+    assert report.failure_penalty_ratio.value == pytest.approx(1275 / 700)
+
+
+def test_order_sensitivity(report: WebReport) -> None:
+    assert (report.order_sensitivity.a_first.n, report.order_sensitivity.a_first.value) == (1, pytest.approx(2.0))
+    assert (report.order_sensitivity.b_first.n, report.order_sensitivity.b_first.value) == (1, pytest.approx(3.0))
+
+
+def test_token_columns(report: WebReport) -> None:
+    t = report.backends[A].tokens
+    assert (t.new_input, t.cache_read, t.cache_write, t.output, t.prompt, t.runs_with_usage) == (30, 5, 1, 7, 36, 2)
+
+
+def test_json_keys(report: WebReport) -> None:
+    data = report.model_dump(by_alias=True)
+    backend = data["backends"][A]
+    for key in ("runs", "successes", "successRate", "p50CompletionMs", "p90CompletionMs", "failurePenaltyMeanMs"):
+        assert key in backend
+    assert set(data["pairs"]) >= {"bothSuccess", "onlyA", "onlyB", "neither"}
+    assert set(data["latencyRatio"]) == {"n", "value", "ci95"}
+
+
+def test_markdown_puts_success_first(report: WebReport) -> None:
+    text = to_markdown(report)
+    assert text.index("## Success") < text.index("## Latency") < text.index("## Pairs")
+    assert "— (< 10 successes)" in text
+
+
+def test_p90_from_ten_successes() -> None:
+    values = [float(v) for v in range(100, 1001, 100)]
+    assert p90(values) == 900
+    assert p90(values[:9]) is None
+
+
+def test_nearest_rank() -> None:
+    assert nearest_rank([5.0, 1.0, 3.0], 50) == 3.0
+    assert nearest_rank([], 50) is None
+
+
+def test_bootstrap_uses_the_same_indices_for_both_arms() -> None:
+    a = [10.0, 1000.0, 50.0, 7.0, 300.0]
+    assert paired_bootstrap(a, [2 * x for x in a], geometric=True) == pytest.approx((2.0, 2.0))
+    assert paired_bootstrap(a, [2 * x for x in a], geometric=False) == pytest.approx((2.0, 2.0))
+
+
+def test_bootstrap_is_reproducible() -> None:
+    a, b = [100.0, 200.0, 150.0, 120.0], [130.0, 190.0, 260.0, 100.0]
+    assert paired_bootstrap(a, b, geometric=True) == paired_bootstrap(a, b, geometric=True)
+
+
+def test_mixed_suite_versions_are_refused(tmp_path: Path) -> None:
+    path = _write(tmp_path, [web_run(seed=1), web_run(seed=2, benchmark_suite_version=1)])
+    with pytest.raises(FarmError, match="mixes benchmarkSuiteVersion 1, 2"):
+        report_file(path)
+
+
+def test_empty_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_text("")
+    with pytest.raises(FarmError, match="no runs"):
+        report_file(path)
+
+
+def test_bad_line_is_refused_with_its_number(tmp_path: Path) -> None:
+    path = _write(tmp_path, [web_run()])
+    with path.open("a") as handle:
+        handle.write('{"task": "x"}\n')
+    with pytest.raises(FarmError, match=r"results.jsonl:2:"):
+        report_file(path)
