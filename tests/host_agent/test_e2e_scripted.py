@@ -96,3 +96,32 @@ def test_task_without_a_script_is_an_error_not_an_agent_result(virtual_phone: An
     report = _run(virtual_phone, tmp_path, "settings-upgrade-android-99", {})
     assert (report.result.outcome, report.result.failure_category) == ("error", "infrastructure")
     assert report.result.reasons == ["policy: no script for task settings-upgrade-android-99"]
+
+
+def test_question_is_answered_from_the_task_and_recorded(virtual_phone: Any, tmp_path: Path) -> None:
+    report = _run(virtual_phone, tmp_path, "clock-alarm-ask-time")
+    assert report.result.passed, report.result.reasons
+    ask = report.evidence.asks[0]
+    assert (ask.reply, ask.matched) == ("早上 8 点半", "几点")
+
+
+def test_unanswerable_question_gets_i_dont_know(virtual_phone: Any, tmp_path: Path) -> None:
+    script = Script(steps=[{"ask_user": "你喜欢什么颜色?"}, {"give_up": "不知道"}])
+    report = _run(virtual_phone, tmp_path, "clock-alarm-ask-time", {"clock-alarm-ask-time": script})
+    assert (report.evidence.asks[0].reply, report.evidence.asks[0].matched) == ("I don't know", None)
+
+
+def test_same_action_on_the_same_screen_five_times_stops_the_task(virtual_phone: Any, tmp_path: Path) -> None:
+    script = Script(steps=[{"launch": {"capability": "calculator"}}, *[{"tap": "C"}] * 8, {"answer": "0"}])
+    report = _run(virtual_phone, tmp_path, "calculator-multiply", {"calculator-multiply": script})
+    assert (report.evidence.end, report.result.failure_category) == ("repeat", "route")
+    assert report.evidence.steps == 6
+
+
+def test_step_budget_ends_the_task(virtual_phone: Any, tmp_path: Path) -> None:
+    phone = host_phone(virtual_phone)
+    spec = task_spec("calculator-multiply", phone)
+    short = spec.__class__(**{**spec.__dict__, "task": spec.task.model_copy(update={"max_steps": 3})})
+    report = run_task(short, phone, ScriptedPolicy(), EvalTree(tmp_path / "r1", "r1"), execution="simulated",
+                      installed=installed(virtual_phone))
+    assert (report.evidence.end, report.evidence.steps, report.result.outcome) == ("max_steps", 3, "failed")
