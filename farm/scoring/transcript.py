@@ -11,7 +11,7 @@ from pydantic.alias_generators import to_camel
 
 from farm.errors import FarmError
 from farm.results.record import CheckResult, RunMetrics, Tokens
-from farm.scoring.evidence import EndKind, Evidence, ScoreResult, ScreenRead
+from farm.scoring.evidence import EndKind, Evidence, HandOver, ScoreResult, ScreenRead
 from farm.scoring.score import score
 from farm.taskset.model import Task
 
@@ -159,8 +159,7 @@ def load_evidence(run_dir: Path) -> Evidence:
         raise FarmError(f"{final_path}: unreadable ({exc})") from None
     if not isinstance(raw, dict):
         raise FarmError(f"{final_path}: not a JSON object")
-    steps = read_steps(run_dir / "steps.jsonl")
-    reads = [ScreenRead(step=s.step, text=s.observation.text, package=s.observation.package) for s in steps]
+    reads = screen_reads(run_dir / "steps.jsonl")
     if isinstance(raw.get("evidence"), dict):
         try:
             evidence = Evidence.model_validate(raw["evidence"])
@@ -171,13 +170,44 @@ def load_evidence(run_dir: Path) -> Evidence:
         return evidence
     answer = raw.get("answer")
     outcome = str(raw.get("outcome", "failed"))
+    end = _OUTCOME_END.get(outcome, "give_up")
+    reason = str(raw.get("reason") or "")
+    hand_over = None
+    if end == "hand_over":
+        # The barrier must be visible on the last screen read; a transcript without screens cannot show it.
+        kind = str(raw.get("takeoverKind") or reason or "unknown")
+        hand_over = HandOver(step=reads[-1].step if reads else 0, reason=kind, screen=reads[-1].text if reads else "")
+    steps = raw.get("steps")
     return Evidence(
-        end=_OUTCOME_END.get(outcome, "give_up"),
+        end=end,
         answer=answer if isinstance(answer, str) else None,
-        end_reason=str(raw.get("reason") or ""),
+        end_reason=reason,
         screen_reads=reads,
-        steps=len(steps),
+        hand_over=hand_over,
+        steps=steps if isinstance(steps, int) else len(reads),
     )
+
+
+def screen_reads(path: Path) -> list[ScreenRead]:
+    """Screen texts of a steps.jsonl, tolerant of other agents' step formats (lines without text are skipped)."""
+    reads: list[ScreenRead] = []
+    if not path.exists():
+        return reads
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(item, dict):
+            continue
+        obs = item.get("observation")
+        text = obs.get("text") if isinstance(obs, dict) else obs if isinstance(obs, str) else item.get("screen")
+        if isinstance(text, str) and text:
+            step = item.get("step")
+            package = obs.get("package", "") if isinstance(obs, dict) else ""
+            reads.append(ScreenRead(step=step if isinstance(step, int) else n, text=text,
+                                    package=package if isinstance(package, str) else ""))
+    return reads
 
 
 def rescore_run_dir(task: Task, run_dir: Path) -> ScoreResult:

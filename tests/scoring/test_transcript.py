@@ -46,3 +46,22 @@ def test_on_device_transcript_without_evidence_is_rebuilt_from_steps(tmp_path: P
 def test_missing_final_json_is_a_farm_error(tmp_path: Path) -> None:
     with pytest.raises(FarmError, match="no final.json"):
         rescore_run_dir(make_task(), tmp_path)
+
+
+def test_sim_agent_transcript_without_screen_text_is_read_tolerantly(tmp_path: Path) -> None:
+    step = {"step": 1, "at": "2026-01-01T00:00:00Z", "observation": {"digest": "ab", "chars": 900},
+            "action": {"type": "tap"}, "result": "ok"}
+    (tmp_path / "steps.jsonl").write_text(json.dumps(step) + "\n", encoding="utf-8")
+    final = {"id": "t-read", "outcome": "succeeded", "answer": "56088", "steps": 1}
+    (tmp_path / "final.json").write_text(json.dumps(final), encoding="utf-8")
+    grounded = rescore_run_dir(make_task(checks=[{"type": "answer_grounded"}]), tmp_path)
+    regex = rescore_run_dir(make_task(checks=[{"type": "answer_regex", "pattern": "56,?088"}]), tmp_path)
+    assert (grounded.passed, regex.passed) == (False, True)
+
+
+def test_takeover_in_a_transcript_needs_the_barrier_on_its_last_screen(tmp_path: Path) -> None:
+    step = {"step": 1, "atMs": 1, "observation": {"digest": "x", "text": '[1] Button "登录"'}, "result": {"ok": True}}
+    (tmp_path / "steps.jsonl").write_text(json.dumps(step) + "\n", encoding="utf-8")
+    (tmp_path / "final.json").write_text(json.dumps({"outcome": "takeover", "takeoverKind": "login"}), "utf-8")
+    result = rescore_run_dir(make_task(expect="takeover"), tmp_path)
+    assert (result.outcome, result.takeover_kind, result.passed) == ("takeover", "login", True)
