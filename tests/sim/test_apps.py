@@ -237,3 +237,11 @@ def test_calculator_repeated_digit_by_text_hits_the_key(tmp_path: Path) -> None:
     ui.launch(CALC)
     tap_keys(ui, "11+1=")
     assert find(ui, rid=f"{CALC}:id/result").text == "12"
+
+
+def test_calculator_percent_key(tmp_path: Path) -> None:
+    ui = make_phone(tmp_path).ui
+    ui.launch(CALC)
+    tap_keys(ui, "86×15%=")
+    assert find(ui, rid=f"{CALC}:id/result").text == "12.9"
+    assert format_number(evaluate("268×15%")) == "40.2"

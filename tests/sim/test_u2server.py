@@ -121,12 +121,12 @@ def test_obj_info_of_missing_view_is_ui_object_not_found(tmp_path: Path) -> None
 def test_selector_fields_count_and_instance(tmp_path: Path) -> None:
     s = session(tmp_path)
     s.ui.launch(CALC)
-    assert rpc(s, "count", [sel(className="android.widget.Button")])["result"] == 18
+    assert rpc(s, "count", [sel(className="android.widget.Button")])["result"] == 19
     assert rpc(s, "count", [sel(textMatches=r"[0-9]")])["result"] == 10
     assert rpc(s, "count", [sel(resourceId=f"{CALC}:id/digit_5", clickable=True)])["result"] == 1
     assert rpc(s, "count", [sel(descriptionContains="multi")])["result"] == 1
-    third = rpc(s, "objInfo", [sel(className="android.widget.Button", instance=2)])["result"]
-    assert third["text"] == "÷"
+    fourth = rpc(s, "objInfo", [sel(className="android.widget.Button", instance=3)])["result"]
+    assert fourth["text"] == "÷"
     assert rpc(s, "exist", [sel(packageName="com.android.systemui", textContains="%")])["result"] is True
 
 

@@ -13,13 +13,14 @@ if TYPE_CHECKING:
 
 OPS = {"+": ("op_add", "plus"), "−": ("op_sub", "minus"), "×": ("op_mul", "multiply"), "÷": ("op_div", "divide")}
 LAYOUT = [
-    ["C", "⌫", "", "÷"],
+    ["C", "⌫", "%", "÷"],
     ["7", "8", "9", "×"],
     ["4", "5", "6", "−"],
     ["1", "2", "3", "+"],
     [".", "0", "", "="],
 ]
 _TYPED = {"-": "−", "*": "×", "x": "×", "X": "×", "/": "÷", "\n": "=", "\b": "⌫", "c": "C"}
+PERCENT = Fraction(1, 100)
 
 
 class CalcError(ValueError):
@@ -27,12 +28,17 @@ class CalcError(ValueError):
 
 
 def evaluate(formula: str) -> Fraction:
-    """Value of a formula of numbers and + − × ÷ (usual precedence, leading minus allowed)."""
+    """Value of a formula of numbers, postfix % and + − × ÷ (usual precedence, leading minus allowed)."""
     tokens: list[str] = []
     num = ""
     for ch in formula:
         if ch.isdigit() or ch == ".":
             num += ch
+            continue
+        if ch == "%":
+            if not num or num.endswith("%"):
+                raise CalcError("格式错误")
+            num += "%"
             continue
         if num:
             tokens.append(num)
@@ -46,10 +52,10 @@ def evaluate(formula: str) -> Fraction:
     if not tokens or tokens[-1] in OPS:
         raise CalcError("格式错误")
     try:
-        values = [Fraction(tokens[0])]
+        values = [_number(tokens[0])]
         ops: list[str] = []
         for i in range(1, len(tokens), 2):
-            op, operand = tokens[i], Fraction(tokens[i + 1])
+            op, operand = tokens[i], _number(tokens[i + 1])
             if op in "×÷":
                 if op == "÷" and operand == 0:
                     raise CalcError("不能除以 0")
@@ -65,6 +71,13 @@ def evaluate(formula: str) -> Fraction:
     for op, v in zip(ops, values[1:], strict=True):
         total = total + v if op == "+" else total - v
     return total
+
+
+def _number(token: str) -> Fraction:
+    """`12.5` → 12.5; `15%` → 0.15 (AOSP's percent is a postfix /100)."""
+    if token.endswith("%"):
+        return Fraction(token[:-1]) * PERCENT
+    return Fraction(token)
 
 
 def format_number(value: Fraction) -> str:
@@ -114,6 +127,12 @@ class CalculatorApp(App):
                 self.formula = self.formula[:-1]
             if self.formula or key == "−":
                 self.formula += key
+        elif key == "%":
+            if self.just_evaluated:
+                self.formula = self.result if self.result.lstrip("−").replace(".", "").isdigit() else ""
+            self.just_evaluated, self.result = False, ""
+            if self.formula and (self.formula[-1].isdigit() or self.formula[-1] == "."):
+                self.formula += "%"
         else:
             if self.just_evaluated:
                 self.formula, self.result = "", ""
@@ -123,7 +142,7 @@ class CalculatorApp(App):
     def type_text(self, text: str) -> bool:
         for ch in text:
             key = _TYPED.get(ch, ch)
-            if key in OPS or key in ("=", "⌫", "C", ".") or key.isdigit():
+            if key in OPS or key in ("=", "⌫", "C", ".", "%") or key.isdigit():
                 self.press(key)
         return True
 
@@ -151,5 +170,5 @@ class CalculatorApp(App):
             rid, desc = OPS[key]
         else:
             rid, desc = {"=": ("eq", "equals"), "C": ("clr", "clear"), "⌫": ("del", "delete"),
-                         ".": ("dec_point", "point")}[key]
+                         ".": ("dec_point", "point"), "%": ("op_pct", "percent")}[key]
         return button(bounds, key, lambda: self.press(key), rid=self.rid(rid), desc=desc)
