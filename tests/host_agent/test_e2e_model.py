@@ -100,3 +100,20 @@ def test_tokens_and_cost_add_up_over_the_task(virtual_phone: Any, tmp_path: Path
     assert report.line.cost_usd == pytest.approx(expected)
     steps = (tmp_path / "r1/calculator-multiply/run/steps.jsonl").read_text().splitlines()
     assert sum(json.loads(s)["tokens"]["output"] for s in steps) == 7 * n
+
+
+def test_screenshots_go_to_the_model_and_into_the_transcript(virtual_phone: Any, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FARM_TEST_MODEL_KEY", "test-key")
+    plan = [("launch", {"capability": "calculator"}), ("answer", {"text": "nothing"})]
+    with ModelStub(responder=screen_reading_model(plan)) as stub:
+        cfg = LLMConfig(provider="anthropic", model="stub-model", base_url=stub.base_url_anthropic,
+                        api_key_env="FARM_TEST_MODEL_KEY")
+        phone = host_phone(virtual_phone)
+        with make_client(cfg) as client:
+            run_task(task_spec("calculator-multiply", phone), phone, ModelPolicy(client, screenshots=True),
+                     EvalTree(tmp_path / "r1", "r1"), execution="simulated", installed=installed(virtual_phone))
+        assert [r.image_count() for r in stub.requests] == [1, 2]
+    shots = sorted(p.name for p in (tmp_path / "r1/calculator-multiply/run").glob("*.jpg"))
+    assert shots == ["step-001.jpg", "step-002.jpg"]
+    assert (tmp_path / "r1/calculator-multiply/run/step-001.jpg").read_bytes()[:2] == b"\xff\xd8"
