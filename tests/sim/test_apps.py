@@ -90,7 +90,7 @@ def test_clock_add_alarm_with_label_persists(tmp_path: Path) -> None:
     ui.force_stop(CLOCK)
     ui.launch(CLOCK)
     shown = texts(ui)
-    assert "06:45" in shown and "晨跑" in shown
+    assert "上午6:45" in shown and "晨跑" in shown
 
 
 def test_clock_rejects_invalid_time(tmp_path: Path) -> None:
@@ -245,3 +245,13 @@ def test_calculator_percent_key(tmp_path: Path) -> None:
     tap_keys(ui, "86×15%=")
     assert find(ui, rid=f"{CALC}:id/result").text == "12.9"
     assert format_number(evaluate("268×15%")) == "40.2"
+
+
+def test_clock_accepts_chinese_period_and_shows_12_hour_time(tmp_path: Path) -> None:
+    ui = make_phone(tmp_path).ui
+    ui.launch(CLOCK)
+    tap(ui, desc="添加闹钟")
+    ui.input_text("晚上9:20")
+    tap(ui, text="保存")
+    times = [n.text for n in nodes(ui) if n.rid == f"{CLOCK}:id/digital_clock"]
+    assert times == ["上午7:30", "上午9:00", "下午9:20"]

@@ -26,7 +26,9 @@ from farm.sim.apps.base import (
 if TYPE_CHECKING:
     from farm.sim.ui import UiDevice
 
-_TIME = re.compile(r"^\s*([01]?\d|2[0-3])\s*[:：]\s*([0-5]\d)\s*$")
+_TIME = re.compile(
+    r"^\s*(凌晨|早上|上午|中午|下午|晚上)?\s*([01]?\d|2[0-3])\s*[:：]\s*([0-5]\d)\s*([AaPp][Mm])?\s*$"
+)
 DEFAULT_ALARMS = [
     {"id": "default-1", "time": "07:30", "label": "起床", "enabled": True},
     {"id": "default-2", "time": "09:00", "label": "", "enabled": False},
@@ -34,9 +36,23 @@ DEFAULT_ALARMS = [
 
 
 def parse_time(text: str) -> str | None:
-    """`7:05` / `07:05` / `7：05` → `07:05`; None when not a valid time of day."""
+    """`7:05`, `19:05`, `下午7:05`, `晚上9:20`, `7:05 PM` → 24-hour `HH:MM`; None when invalid."""
     m = _TIME.match(text)
-    return f"{int(m.group(1)):02d}:{m.group(2)}" if m else None
+    if not m:
+        return None
+    period, hour, minute, ampm = m.group(1), int(m.group(2)), m.group(3), (m.group(4) or "").lower()
+    if period or ampm:
+        if hour > 12:
+            return None
+        afternoon = period in ("下午", "晚上") or ampm == "pm" or (period == "中午" and hour != 11)
+        hour = hour % 12 + (12 if afternoon else 0)
+    return f"{hour:02d}:{minute}"
+
+
+def display_time(hhmm: str) -> str:
+    """24-hour `21:20` → `下午9:20`, the 12-hour form the alarm list shows."""
+    hour, minute = int(hhmm[:2]), hhmm[3:]
+    return f"{'上午' if hour < 12 else '下午'}{hour % 12 or 12}:{minute}"
 
 
 class ClockApp(App):
@@ -81,7 +97,7 @@ class ClockApp(App):
         if alarm is None:
             return
         self.page, self.editing = "edit", alarm_id
-        self.fields = {"time": alarm["time"], "label": alarm["label"]}
+        self.fields = {"time": display_time(alarm["time"]), "label": alarm["label"]}
         self.focus = None
 
     def toggle(self, alarm_id: str) -> None:
@@ -94,14 +110,14 @@ class ClockApp(App):
     def save_alarm(self) -> None:
         time = parse_time(self.fields.get("time", ""))
         if time is None:
-            self.ui.toast("请输入有效的时间,例如 07:30")
+            self.ui.toast("请输入有效的时间,例如 07:30 或 下午9:20")
             return
         alarms = [a for a in self.alarms() if a["id"] != self.editing]
         alarm_id = self.editing or uuid.uuid4().hex[:12]
         alarms.append({"id": alarm_id, "time": time, "label": self.fields.get("label", "").strip(), "enabled": True})
         self._store(alarms)
         self.page, self.editing, self.focus = "alarms", None, None
-        self.ui.toast(f"闹钟已设置为 {time}")
+        self.ui.toast(f"闹钟已设置为 {display_time(time)}")
 
     def delete_alarm(self) -> None:
         self._store([a for a in self.alarms() if a["id"] != self.editing])
@@ -144,7 +160,8 @@ class ClockApp(App):
             left, top, right, bottom = text_col
             mid = top + (bottom - top) * 3 // 5
             kids = [
-                label((left + self.ui.dp(16), top, right, mid), alarm["time"], rid=self.rid("digital_clock")),
+                label((left + self.ui.dp(16), top, right, mid), display_time(alarm["time"]),
+                      rid=self.rid("digital_clock")),
                 label((left + self.ui.dp(16), mid, right, bottom), alarm["label"], rid=self.rid("label")),
             ]
             item = row(text_col, kids, lambda: self.edit_alarm(alarm["id"]), rid=self.rid("alarm_item"))
@@ -157,7 +174,7 @@ class ClockApp(App):
     def _editor(self, frame: Frame) -> list[Node]:
         nodes = title_bar(self, frame, "修改闹钟" if self.editing else "添加闹钟", self.back_to_list)
         nodes.append(label(frame.take(32), "时间", rid=self.rid("time_title")))
-        nodes.append(self.edit(frame.take(64), "time", "时间 (HH:MM)", rid=self.rid("time")))
+        nodes.append(self.edit(frame.take(64), "time", "时间(如 07:30、下午9:20)", rid=self.rid("time")))
         nodes.append(label(frame.take(32), "标签", rid=self.rid("label_title")))
         nodes.append(self.edit(frame.take(64), "label", "标签", rid=self.rid("edit_label")))
         frame.take(16)
