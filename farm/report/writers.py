@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import csv
-import io
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
+from farm.errors import FarmError
 from farm.fsutil import create_new_text
 from farm.report.charts import rate_chart
 from farm.report.markdown import num, pct, render_markdown
@@ -34,58 +36,89 @@ def render_html(data: ReportData) -> str:
     return env.get_template("report.html.j2").render(d=data, charts=charts, pct=pct, num=num)
 
 
-def render_csv(agg: Aggregation) -> str:
+_SETUP = r"""
+CREATE OR REPLACE TEMP MACRO short_text(s) AS left(trim(regexp_replace(coalesce(s, ''), '\s+', ' ', 'g')), 160);
+CREATE OR REPLACE TEMP MACRO xesc(s) AS replace(replace(replace(replace(
+    regexp_replace(coalesce(s, ''), '[\x00-\x08\x0b\x0c\x0e-\x1f]', '', 'g'),
+    '&', '&amp;'), '<', '&lt;'), '>', '&gt;'), '"', '&quot;');
+"""
+_ROWS = """
+SELECT s.run, s.task_id, coalesce(l.label, s.device) AS device, coalesce(s.category, '') AS category,
+       coalesce(s.partition, '') AS partition, coalesce(s.expect, '') AS expect, s.outcome,
+       CASE WHEN s.initial THEN 'pass' ELSE 'fail' END AS initial_verdict,
+       CASE WHEN s.final THEN 'pass' ELSE 'fail' END AS final_verdict,
+       short_text(s.reasons[1]) AS reason, coalesce(s.failure_category, '') AS failure_category,
+       CASE WHEN s.metrics.total_ms IS NULL THEN '' ELSE printf('%.3f', s.metrics.total_ms / 1000.0) END AS seconds,
+       s.final AS final_bool, s.device AS serial
+FROM shown s LEFT JOIN labels l ON l.serial = s.device
+"""
+
+
+def write_csv(agg: Aggregation, path: Path) -> None:
     """scores.csv, one row per task × phone, with a UTF-8 BOM so spreadsheet apps read it right."""
-    buf = io.StringIO()
-    buf.write("\ufeff")
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(CSV_HEADER)
-    for r in agg.task_tuples():
-        writer.writerow(
-            (
-                *r[:7],
-                "pass" if r[7] else "fail",
-                "pass" if r[8] else "fail",
-                r[9],
-                r[10],
-                "" if r[11] is None else f"{r[11]:.3f}",
-            )
+    agg.con.execute(_SETUP)
+    fd, tmp = tempfile.mkstemp(prefix=".scores.", suffix=".csv", dir=path.parent)
+    os.close(fd)
+    body = tmp + ".body"
+    try:
+        cols = ", ".join(CSV_HEADER)
+        agg.con.execute(
+            f"COPY (SELECT {cols} FROM ({_ROWS}) ORDER BY run, task_id, device) TO '{body}' (HEADER, DELIMITER ',')"
         )
-    return buf.getvalue()
+        with open(tmp, "wb") as out, open(body, "rb") as src:
+            out.write("\ufeff".encode())
+            shutil.copyfileobj(src, out, 1 << 20)
+            out.flush()
+            os.fsync(out.fileno())
+        if path.exists():
+            raise FarmError(f"{path}: report already exists", hint="reports are never overwritten")
+        os.replace(tmp, path)
+    finally:
+        Path(body).unlink(missing_ok=True)
+        Path(tmp).unlink(missing_ok=True)
+
+
+def render_csv(agg: Aggregation) -> str:
+    """scores.csv as text (see `write_csv`)."""
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "scores.csv"
+        write_csv(agg, path)
+        return path.read_text(encoding="utf-8")
 
 
 def render_junit(agg: Aggregation) -> str:
     """junit.xml: one testsuite per run × phone, one testcase per task; skipped/failure/error with reasons."""
-    counts = agg.con.execute(
-        "SELECT run, device, count(*), count(*) FILTER (WHERE outcome = 'skipped'),"
-        " count(*) FILTER (WHERE outcome = 'error'),"
-        " count(*) FILTER (WHERE outcome NOT IN ('skipped', 'error') AND NOT final),"
-        " coalesce(sum(metrics.total_ms), 0) / 1000.0 FROM shown GROUP BY run, device ORDER BY run, device"
+    agg.con.execute(_SETUP)
+    suites = agg.con.execute(
+        f"""
+        WITH r AS ({_ROWS}), c AS (
+          SELECT *, '  <testcase classname="' || xesc('android.' || coalesce(nullif(category, ''), 'task'))
+            || '" name="' || xesc(task_id) || '"' || CASE WHEN seconds = '' THEN '' ELSE ' time="' || seconds || '"' END
+            || CASE
+                 WHEN outcome = 'skipped' THEN '><skipped message="' || xesc(coalesce(nullif(reason, ''), outcome))
+                   || '"/></testcase>'
+                 WHEN outcome = 'error' THEN '><error type="infrastructure" message="'
+                   || xesc(coalesce(nullif(reason, ''), outcome)) || '"/></testcase>'
+                 WHEN NOT final_bool THEN '><failure type="' || xesc(outcome) || '" message="'
+                   || xesc(coalesce(nullif(reason, ''), outcome)) || '"/></testcase>'
+                 ELSE '/>'
+               END AS line
+          FROM r)
+        SELECT run, device, count(*), count(*) FILTER (WHERE outcome = 'skipped'),
+               count(*) FILTER (WHERE outcome = 'error'),
+               count(*) FILTER (WHERE outcome NOT IN ('skipped', 'error') AND NOT final_bool),
+               coalesce(sum(CASE WHEN seconds = '' THEN 0 ELSE seconds::DOUBLE END), 0),
+               string_agg(line, chr(10) ORDER BY task_id)
+        FROM c GROUP BY run, device, serial ORDER BY run, serial
+        """
     ).fetchall()
     out = ['<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n']
-    rows = agg.task_tuples(order="run, device, task_id")
-    pending = next(rows, None)
-    for run, device, total, skipped, errors, failures, seconds in counts:
-        label = agg.labels.get(device, device)
+    for run, label, total, skipped, errors, failures, seconds, lines in suites:
         out.append(
             f"<testsuite name={quoteattr(f'{run} {label}')} tests=\"{total}\" failures=\"{failures}\""
             f' errors="{errors}" skipped="{skipped}" time="{seconds:.3f}">\n'
         )
-        while pending is not None and pending[0] == run and pending[2] == label:
-            r = pending
-            time = "" if r[11] is None else f' time="{r[11]:.3f}"'
-            cls = quoteattr("android." + str(r[3] or "task"))
-            head = f"  <testcase classname={cls} name={quoteattr(str(r[1]))}{time}"
-            reason = quoteattr(str(r[9] or r[6]))
-            if r[6] == "skipped":
-                out.append(f"{head}><skipped message={reason}/></testcase>\n")
-            elif r[6] == "error":
-                out.append(f"{head}><error type=\"infrastructure\" message={reason}/></testcase>\n")
-            elif not r[8]:
-                out.append(f"{head}><failure type={quoteattr(str(r[6]))} message={reason}/></testcase>\n")
-            else:
-                out.append(f"{head}/>\n")
-            pending = next(rows, None)
+        out.append(lines + "\n")
         out.append("</testsuite>\n")
     out.append("</testsuites>\n")
     return "".join(out)
@@ -96,17 +129,16 @@ def write_reports(agg: Aggregation, out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     for name in REPORT_FILES:
         if (out_dir / name).exists():
-            from farm.errors import FarmError
-
             raise FarmError(f"{out_dir / name}: report already exists", hint="reports are never overwritten")
     contents = {
         "report.md": render_markdown(agg.data),
         "report.html": render_html(agg.data),
         "junit.xml": render_junit(agg),
-        "scores.csv": render_csv(agg),
     }
     paths = []
     for name, text in contents.items():
         create_new_text(out_dir / name, text, what="report")
         paths.append(out_dir / name)
+    write_csv(agg, out_dir / "scores.csv")
+    paths.append(out_dir / "scores.csv")
     return paths

@@ -42,21 +42,6 @@ class Aggregation:
     data: ReportData
     run_dirs: list[Path] = field(default_factory=list)
 
-    def task_tuples(
-        self, where: str = "true", limit: int | None = None, order: str = "run, task_id, device"
-    ) -> Iterator[tuple[object, ...]]:
-        """Shown attempts as tuples in TaskRow field order (device already a label)."""
-        cur = self.con.execute(
-            "SELECT run, task_id, device, coalesce(category, ''), coalesce(partition, ''), coalesce(expect, ''),"
-            " outcome, initial, final, coalesce(reasons[1], ''), coalesce(failure_category, ''),"
-            f" metrics.total_ms / 1000.0 FROM shown WHERE {where} ORDER BY {order}"
-            + (f" LIMIT {int(limit)}" if limit is not None else "")
-        )
-        labels = self.labels
-        while batch := cur.fetchmany(50_000):
-            for r in batch:
-                yield (r[0], r[1], labels.get(r[2], r[2]), *r[3:])
-
     def task_rows(self, where: str = "true", limit: int | None = None) -> Iterator[TaskRow]:
         """Shown attempts as TaskRows, ordered by run, task, device."""
         cur = self.con.execute(
@@ -83,7 +68,7 @@ def _short(text: str, limit: int = 160) -> str:
 def device_labels(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     """Serial → `<model> #<n>` (numbered per model, by serial); never the serial itself."""
     models = dict(con.execute("SELECT serial, any_value(model) FROM devices GROUP BY serial").fetchall())
-    serials = [r[0] for r in con.execute("SELECT DISTINCT device FROM records ORDER BY 1").fetchall()]
+    serials = [r[0] for r in con.execute("SELECT DISTINCT device FROM rec ORDER BY 1").fetchall()]
     serials = sorted(set(serials) | set(models), key=lambda s: (models.get(s) or "device", s))
     counts: dict[str, int] = {}
     labels = {}
@@ -207,15 +192,19 @@ def aggregate(
     """Compute everything a report shows for one run (or a paired comparison of two)."""
     run_dirs = list(run_dirs)
     con = duck.connect(run_dirs)
-    duck.check_readable(con, run_dirs)
+    duck.materialise(con, run_dirs)
     labels = device_labels(con)
+    con.execute("CREATE TEMP TABLE labels (serial VARCHAR, label VARCHAR)")
+    if labels:
+        con.executemany("INSERT INTO labels VALUES (?, ?)", list(labels.items()))
     con.execute(
-        "CREATE TEMP VIEW latest AS SELECT *, (outcome = 'takeover' AND takeover_kind = 'login'"
+        "CREATE TEMP TABLE latest AS SELECT *, (outcome = 'takeover' AND takeover_kind = 'login'"
         " AND coalesce(expect, '') <> 'takeover') AS login_handover,"
         " (passed AND outcome NOT IN ('error', 'skipped') AND NOT (outcome = 'takeover' AND takeover_kind = 'login'"
         " AND coalesce(expect, '') <> 'takeover')) AS initial"
-        " FROM records QUALIFY row_number() OVER (PARTITION BY run, device, task_id ORDER BY attempt DESC) = 1"
+        " FROM rec QUALIFY row_number() OVER (PARTITION BY run, device, task_id ORDER BY attempt DESC) = 1"
     )
+    con.execute("DROP TABLE rec")
     override_rows, finals = _overrides(con, run_dirs, overrides_files, labels)
     con.execute("CREATE TEMP TABLE ovr (run VARCHAR, device VARCHAR, task_id VARCHAR, final BOOLEAN)")
     if finals:

@@ -116,12 +116,12 @@ def connect(run_dirs: Sequence[Path]) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def check_readable(con: duckdb.DuckDBPyConnection, run_dirs: Sequence[Path]) -> None:
-    """Scan the records once; a damaged file is a FarmError naming the file and line."""
+def materialise(con: duckdb.DuckDBPyConnection, run_dirs: Sequence[Path], table: str = "rec") -> None:
+    """Read the record files once into a temp table; a damaged file is a FarmError naming file and line."""
     import duckdb
 
     try:
-        con.execute("SELECT count(*) FROM records").fetchone()
+        con.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM records")
     except duckdb.Error:
         for d in run_dirs:
             _find_bad_line(d / RECORDS_FILE)

@@ -1,0 +1,101 @@
+"""P3: 1 000 000 synthetic records → full report (goal ≤ 3 s), against a plain Python json loop.
+
+The loop computes the same per-category table (attempted, passed, Wilson interval) the report
+shows; both run here side by side and the ratio is printed.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from farm.manifest import Manifest, PhoneEntry, create_run_dir, utc_now  # noqa: E402
+from farm.report.writers import write_reports  # noqa: E402
+from farm.results.aggregate import aggregate  # noqa: E402
+from farm.results.stats import wilson  # noqa: E402
+
+N = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+GOAL_S = 3.0
+CATEGORIES = ["read/system", "read/content", "read/shopping", "write", "impossible", "barrier", "web"]
+OUTCOMES = ["succeeded"] * 6 + ["failed"] * 2 + ["skipped", "error", "takeover"]
+
+
+def synthesise(path: Path, n: int) -> None:
+    rng = random.Random(1)
+    serials = [f"SER{i:02d}" for i in range(8)]
+    with path.open("w", encoding="utf-8") as fh:
+        for i in range(n):
+            outcome = rng.choice(OUTCOMES)
+            passed = outcome == "succeeded" or (outcome == "failed" and rng.random() < 0.3)
+            rec = {
+                "schema_version": 1, "run": "bench", "lane": "android", "device": serials[i % 8],
+                "task_id": f"task-{i // 8}", "category": CATEGORIES[i % len(CATEGORIES)],
+                "partition": "holdout" if i % 10 == 0 else "tune", "expect": "succeeded", "outcome": outcome,
+                "passed": passed, "checks": [], "answer": None, "reasons": ["r"] if outcome != "succeeded" else [],
+                "failure_category": "route" if not passed else None, "failure_kind": None, "takeover_kind": None,
+                "metrics": {"first_feedback_ms": rng.random() * 2000, "round_trips": rng.randint(1, 9),
+                            "model_ms": 100.0, "screen_read_ms": 10.0, "action_ms": 5.0, "other_ms": 1.0,
+                            "total_ms": 116.0},
+                "steps": 3, "tokens": {"input_new": 100, "cache_read": None, "cache_write": 0, "output": 10},
+                "cost_usd": 0.001 if i % 3 else None, "attempt": 1, "execution": "simulated",
+                "executor": "instrument", "split": "tune", "started_at": None, "ended_at": None,
+                "source": None, "markers": [], "extra": {},
+            }
+            fh.write(json.dumps(rec) + "\n")
+
+
+def plain_loop(path: Path) -> dict[str, tuple[int, int]]:
+    table: dict[str, list[int]] = {}
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            r = json.loads(line)
+            if r["partition"] == "holdout" or r["outcome"] == "skipped":
+                continue
+            row = table.setdefault(r["category"], [0, 0])
+            row[0] += 1
+            row[1] += bool(r["passed"]) and r["outcome"] not in ("error", "takeover")
+    for a, p in table.values():
+        wilson(p, a)
+    return {k: (v[0], v[1]) for k, v in table.items()}
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = Path(tmp)
+        run_dir = create_run_dir(
+            runs, Manifest(run_id="bench", created_at=utc_now(),
+                           phones=[PhoneEntry(serial=f"SER{i:02d}", model="Pixel 7") for i in range(8)])
+        )
+        t0 = time.perf_counter()
+        synthesise(run_dir / "records.jsonl", N)
+        gen = time.perf_counter() - t0
+        size = (run_dir / "records.jsonl").stat().st_size / 1e6
+        t0 = time.perf_counter()
+        agg = aggregate([run_dir])
+        t_agg = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        write_reports(agg, run_dir / "out")
+        t_write = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        loop = plain_loop(run_dir / "records.jsonl")
+        t_loop = time.perf_counter() - t0
+        duck = {r.key: (r.attempted, r.passed) for r in agg.data.by_category}
+        assert duck == loop, (duck, loop)
+        total = t_agg + t_write
+        print(f"records: {N:,} ({size:.0f} MB JSONL, generated in {gen:.1f} s)")
+        print(f"aggregate (DuckDB + stats):        {t_agg:6.2f} s")
+        print(f"write report.md/html/junit/csv:    {t_write:6.2f} s")
+        print(f"full report:                       {total:6.2f} s   goal ≤ {GOAL_S:.0f} s  "
+              f"{'OK' if total <= GOAL_S else 'OVER'}")
+        print(f"plain json loop, category table:   {t_loop:6.2f} s")
+        print(f"ratio aggregate / plain loop:      {t_agg / t_loop:6.2f}  (full report / loop {total / t_loop:.2f})")
+
+
+if __name__ == "__main__":
+    main()
