@@ -12,7 +12,7 @@ import anthropic
 from farm.errors import FarmError
 from farm.llm.client import ModelClient, ProviderReply
 from farm.llm.config import LLMConfig
-from farm.llm.retry import Failure, classify_sdk_error
+from farm.llm.retry import BadResponse, Failure, classify_sdk_error
 from farm.llm.types import Message, StopKind, ThinkingBlock, ToolCall, ToolSpec
 from farm.results.record import Tokens
 
@@ -154,16 +154,22 @@ class AnthropicModelClient(ModelClient):
         elif cfg.temperature is not None:
             # Not a named argument of this SDK's create(); sent as-is. The API refuses it with thinking.
             kwargs["extra_body"] = {"temperature": cfg.temperature}
-        resp = self._sdk.messages.create(**kwargs)
+        try:
+            resp = self._sdk.messages.create(**kwargs)
+        except json.JSONDecodeError as exc:
+            raise BadResponse(f"response body is not JSON ({exc.msg})") from None
         return parse_anthropic_response(resp)
 
 
 def parse_anthropic_response(resp: Any) -> ProviderReply:
     """A Message -> ProviderReply."""
+    blocks = getattr(resp, "content", None)
+    if getattr(resp, "type", None) != "message" or not isinstance(blocks, list):
+        raise BadResponse(f"response is not a message (got {type(resp).__name__})")
     texts: list[str] = []
     calls: list[ToolCall] = []
     thinking: list[ThinkingBlock] = []
-    for block in getattr(resp, "content", None) or []:
+    for block in blocks:
         kind = getattr(block, "type", None)
         if kind == "text":
             texts.append(block.text)

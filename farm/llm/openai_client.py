@@ -132,7 +132,10 @@ class OpenAIModelClient(ModelClient):
             kwargs["reasoning_effort"] = cfg.reasoning_effort
         if cfg.temperature is not None:
             kwargs["temperature"] = cfg.temperature
-        resp = self._sdk.chat.completions.create(**kwargs)
+        try:
+            resp = self._sdk.chat.completions.create(**kwargs)
+        except json.JSONDecodeError as exc:
+            raise BadResponse(f"response body is not JSON ({exc.msg})") from None
         return parse_openai_response(resp)
 
 
@@ -140,7 +143,7 @@ def parse_openai_response(resp: Any) -> ProviderReply:
     """A ChatCompletion -> ProviderReply (first choice)."""
     choices = getattr(resp, "choices", None) or []
     if not choices:
-        raise BadResponse("response has no choices")
+        raise BadResponse(f"response is not a chat completion (no choices; got {type(resp).__name__})")
     choice = choices[0]
     msg = choice.message
     calls: list[ToolCall] = []

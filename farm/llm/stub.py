@@ -36,6 +36,8 @@ class StubUsage:
     """Input tokens written to cache (Anthropic only; OpenAI does not report it)."""
     output: int = 5
     """Output tokens."""
+    report_cache: bool = True
+    """False = leave the cache fields out, like endpoints without prompt caching."""
 
 
 @dataclass
@@ -45,7 +47,8 @@ class StubReply:
 
     text: str | None = None
     tool_calls: list[tuple[str, ToolArgs]] = field(default_factory=list)
-    usage: StubUsage = field(default_factory=StubUsage)
+    usage: StubUsage | None = field(default_factory=StubUsage)
+    """None = no `usage` object in the response."""
     status: int = 200
     retry_after: float | str | None = None
     """Retry-After header value (seconds, or an HTTP date string) sent with the reply."""
@@ -57,6 +60,10 @@ class StubReply:
     """Anthropic only: a thinking block placed before the text."""
     error_message: str = "scripted error"
     headers: dict[str, str] = field(default_factory=dict)
+    raw_body: bytes | None = None
+    """Sent verbatim instead of a rendered response (e.g. an HTML error page from a proxy)."""
+    content_type: str = "application/json"
+    """Content type of `raw_body`."""
 
     @classmethod
     def rate_limited(cls, retry_after: float | str | None = None) -> StubReply:
@@ -263,9 +270,7 @@ def _openai_body(n: int, model: str, reply: StubReply) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.text, "refusal": None}
     if calls:
         message["tool_calls"] = calls
-    u = reply.usage
-    prompt = u.input + u.cached
-    return {
+    body: dict[str, Any] = {
         "id": f"chatcmpl-stub-{n}",
         "object": "chat.completion",
         "created": int(time.time()),
@@ -279,14 +284,20 @@ def _openai_body(n: int, model: str, reply: StubReply) -> dict[str, Any]:
                 "finish_reason": reply.stop_reason or ("tool_calls" if calls else "stop"),
             }
         ],
-        "usage": {
+    }
+    u = reply.usage
+    if u is not None:
+        prompt = u.input + u.cached
+        usage: dict[str, Any] = {
             "prompt_tokens": prompt,
             "completion_tokens": u.output,
             "total_tokens": prompt + u.output,
-            "prompt_tokens_details": {"cached_tokens": u.cached, "audio_tokens": 0},
             "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
-        },
-    }
+        }
+        if u.report_cache:
+            usage["prompt_tokens_details"] = {"cached_tokens": u.cached, "audio_tokens": 0}
+        body["usage"] = usage
+    return body
 
 
 def _anthropic_input(args: ToolArgs) -> Any:
@@ -307,8 +318,7 @@ def _anthropic_body(n: int, model: str, reply: StubReply) -> dict[str, Any]:
         content.append({"type": "text", "text": reply.text, "citations": None})
     for i, (name, a) in enumerate(reply.tool_calls):
         content.append({"type": "tool_use", "id": f"toolu_stub_{n}_{i}", "name": name, "input": _anthropic_input(a)})
-    u = reply.usage
-    return {
+    body: dict[str, Any] = {
         "id": f"msg_stub_{n}",
         "type": "message",
         "role": "assistant",
@@ -316,13 +326,14 @@ def _anthropic_body(n: int, model: str, reply: StubReply) -> dict[str, Any]:
         "content": content,
         "stop_reason": reply.stop_reason or ("tool_use" if reply.tool_calls else "end_turn"),
         "stop_sequence": None,
-        "usage": {
-            "input_tokens": u.input,
-            "output_tokens": u.output,
-            "cache_read_input_tokens": u.cached,
-            "cache_creation_input_tokens": u.cache_write,
-        },
     }
+    u = reply.usage
+    if u is not None:
+        usage: dict[str, Any] = {"input_tokens": u.input, "output_tokens": u.output}
+        if u.report_cache:
+            usage |= {"cache_read_input_tokens": u.cached, "cache_creation_input_tokens": u.cache_write}
+        body["usage"] = usage
+    return body
 
 
 def _error_body(provider: StubProvider, status: int, message: str) -> dict[str, Any]:
@@ -375,16 +386,25 @@ class _Handler(BaseHTTPRequestHandler):
         headers = dict(reply.headers)
         if reply.retry_after is not None:
             headers["retry-after"] = str(reply.retry_after)
-        if reply.status != 200:
+        if reply.raw_body is not None:
+            self._send(reply.status, reply.raw_body, headers, content_type=reply.content_type)
+        elif reply.status != 200:
             self._send(reply.status, _error_body(provider, reply.status, reply.error_message), headers)
-            return
-        self._send(200, self.owner._render(provider, body, reply), headers)
+        else:
+            self._send(200, self.owner._render(provider, body, reply), headers)
 
-    def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode()
+    def _send(
+        self,
+        status: int,
+        payload: dict[str, Any] | bytes,
+        headers: dict[str, str] | None = None,
+        *,
+        content_type: str = "application/json",
+    ) -> None:
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         try:
             self.send_response(status)
-            self.send_header("content-type", "application/json")
+            self.send_header("content-type", content_type)
             self.send_header("content-length", str(len(data)))
             for k, v in (headers or {}).items():
                 self.send_header(k, v)

@@ -6,6 +6,7 @@ import base64
 
 import pytest
 
+from farm.llm.client import ModelCallError
 from farm.llm.config import ModelPrice, Provider
 from farm.llm.stub import ModelStub, StubReply, StubUsage
 from farm.llm.types import Message, ToolSpec
@@ -263,3 +264,43 @@ def test_empty_tool_result_is_sent_without_empty_text(
     assert stub.requests[1].tool_results() == [""]
     if provider == "anthropic":
         assert "content" not in stub.requests[1].body["messages"][-1]["content"][0]
+
+
+PRICE = ModelPrice(input_per_m=1.0, output_per_m=4.0, cache_read_per_m=0.1, cache_write_per_m=1.25)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_missing_usage_leaves_tokens_and_cost_unknown(
+    provider: Provider, stub: ModelStub, client_for: MakeClient
+) -> None:
+    stub.script([StubReply(text="ok", usage=None)])
+    turn = client_for(provider, pricing=PRICE).complete(convo())
+    assert turn.usage.model_dump() == {"input_new": None, "cache_read": None, "cache_write": None, "output": None}
+    assert turn.cost_usd is None
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_endpoint_without_cache_reporting(provider: Provider, stub: ModelStub, client_for: MakeClient) -> None:
+    stub.script([StubReply(text="ok", usage=StubUsage(input=2000, output=100, report_cache=False))])
+    turn = client_for(provider, pricing=PRICE).complete(convo())
+    assert (turn.usage.input_new, turn.usage.cache_read, turn.usage.cache_write) == (2000, None, None)
+    assert turn.cost_usd == pytest.approx((2000 * 1.0 + 100 * 4.0) / 1e6)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        (b"<html>502 Bad Gateway</html>", "text/html"),
+        (b'{"unexpected": true}', "application/json"),
+        (b"{truncated", "application/json"),
+    ],
+)
+def test_a_non_model_response_is_a_bad_response_error(
+    provider: Provider, body: bytes, content_type: str, stub: ModelStub, client_for: MakeClient
+) -> None:
+    stub.script([StubReply(raw_body=body, content_type=content_type)])
+    with pytest.raises(ModelCallError) as err:
+        client_for(provider).complete(convo())
+    assert err.value.kind == "bad_response"
+    assert err.value.attempts == 1
