@@ -116,12 +116,16 @@ def connect(run_dirs: Sequence[Path]) -> duckdb.DuckDBPyConnection:
     return con
 
 
+# What reports need; `checks` and `extra` stay in the files (and in the `records` view for queries).
+REPORT_COLUMNS = tuple(c for c in RECORD_COLUMNS if c not in ("checks", "extra", "source", "schema_version"))
+
+
 def materialise(con: duckdb.DuckDBPyConnection, run_dirs: Sequence[Path], table: str = "rec") -> None:
     """Read the record files once into a temp table; a damaged file is a FarmError naming file and line."""
     import duckdb
 
     try:
-        con.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM records")
+        con.execute(f"CREATE TEMP TABLE {table} AS SELECT {', '.join(REPORT_COLUMNS)} FROM records")
     except duckdb.Error:
         for d in run_dirs:
             _find_bad_line(d / RECORDS_FILE)
