@@ -95,6 +95,18 @@ def run_task(
     return TaskReport(line=line, result=result, evidence=evidence, attempt=attempt)
 
 
+def skip_task(spec: TaskSpec, tree: EvalTree, reason: str, *, execution: str = "live") -> ScoreLine:
+    """Record a task the executor will not run (e.g. no script for it), with its reason."""
+    from farm.manifest import utc_now
+
+    task, now = spec.task, utc_now()
+    line = ScoreLine(id=task.id, category=spec.directory or task.category, partition=task.partition,
+                     expect=task.expect, outcome="skipped", passed=False, reason=reason, execution=execution,
+                     started_at=now, ended_at=now)
+    tree.add(line)
+    return line
+
+
 def _failed_start(reason: str) -> Attempt:
     from farm.manifest import utc_now
     from farm.results.record import RunMetrics

@@ -103,6 +103,10 @@ class ScriptedPolicy:
         self._steps: list[dict[str, JsonValue]] = []
         self._next = 0
 
+    def has_script(self, task_id: str) -> bool:
+        """Whether there is a script for this task (the executor skips tasks without one)."""
+        return task_id in self.scripts
+
     def begin(self, ctx: TaskContext) -> None:
         """Load the task's script."""
         self._ctx = ctx

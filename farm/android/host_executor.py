@@ -109,7 +109,7 @@ class HostExecutor:
         """Run `job.tasks` in order; a phone that stops answering ends the job (the rest stay unfinished)."""
         from host_agent.evalout import EvalTree
         from host_agent.phone import Phone
-        from host_agent.runner import TaskSpec, run_task
+        from host_agent.runner import TaskSpec, run_task, skip_task
 
         outcome = ExecutorOutcome()
         pending = [t.id for t in job.tasks]
@@ -132,6 +132,14 @@ class HostExecutor:
                 progress.task_started(rt.id)
                 spec = TaskSpec(task=rt.task, directory=rt.directory, apps=rt.apps, probes=rt.probes,
                                 markers=list(rt.markers))
+                has_script = getattr(policy, "has_script", None)
+                if has_script is not None and not has_script(rt.id):
+                    skip_task(spec, tree, "scripted policy: no script for this task", execution=execution)
+                    pending.remove(rt.id)
+                    outcome.finished.append(rt.id)
+                    outcome.statuses[rt.id] = "ignored"
+                    progress.task_finished(rt.id, "ignored")
+                    continue
                 report = run_task(spec, phone, policy, tree, execution=execution, installed=installed)
                 status = _status(report.result.outcome, report.result.passed)
                 pending.remove(rt.id)

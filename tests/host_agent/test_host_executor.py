@@ -44,3 +44,13 @@ def test_flags_override_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = llm_config(None, HostSettings(model="flag-model", base_url="http://127.0.0.1:9/v1"))
     assert (cfg.provider, cfg.model, cfg.base_url, cfg.api_key_env) == (
         "openai", "flag-model", "http://127.0.0.1:9/v1", "OPENAI_API_KEY")
+
+
+def test_tasks_without_a_script_are_skipped_with_the_reason(virtual_phone: Any, tmp_path: Path) -> None:
+    result = _run(virtual_phone, tmp_path, "settings-")
+    by_id = {r.task_id: r for r in result.phones[0].records}
+    assert by_id["settings-android-version"].passed
+    unscripted = [r for r in by_id.values() if r.task_id not in ("settings-android-version",
+                                                                  "settings-upgrade-android-99")]
+    assert unscripted and all(r.outcome == "skipped" for r in unscripted)
+    assert by_id["settings-device-model"].reasons == ["scripted policy: no script for this task"]
