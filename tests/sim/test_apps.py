@@ -62,11 +62,20 @@ def test_notes_saved_note_survives_force_stop(tmp_path: Path) -> None:
     ui = make_phone(tmp_path).ui
     ui.launch(NOTES)
     tap(ui, desc="新建笔记")
-    ui.input_text("买牛奶 marker-R1-7")
+    ui.input_text("AF-R1-note")
+    tap(ui, rid=f"{NOTES}:id/note_body")
+    ui.input_text("牛奶、鸡蛋")
     tap(ui, text="保存")
     ui.force_stop(NOTES)
     ui.launch(NOTES)
-    assert find(ui, rid=f"{NOTES}:id/note_text").text == "买牛奶 marker-R1-7"
+    assert find(ui, rid=f"{NOTES}:id/note_title").text == "AF-R1-note"
+    assert find(ui, rid=f"{NOTES}:id/note_text").text == "牛奶、鸡蛋"
+
+
+def test_notes_start_with_sample_notes_newest_first(tmp_path: Path) -> None:
+    ui = make_phone(tmp_path).ui
+    ui.launch(NOTES)
+    assert [n.text for n in nodes(ui) if n.rid == f"{NOTES}:id/note_title"] == ["会议纪要", "读书清单"]
 
 
 def test_notes_back_discards_unsaved_text(tmp_path: Path) -> None:
@@ -76,7 +85,15 @@ def test_notes_back_discards_unsaved_text(tmp_path: Path) -> None:
     ui.input_text("never saved")
     ui.key("back")
     assert "never saved" not in texts(ui)
-    assert "还没有笔记" in texts(ui)
+    assert ui.foreground()[1].endswith("MainActivity")
+
+
+def test_notes_delete_removes_note(tmp_path: Path) -> None:
+    ui = make_phone(tmp_path).ui
+    ui.launch(NOTES)
+    tap(ui, text="读书清单")
+    tap(ui, text="删除")
+    assert "读书清单" not in texts(ui) and "会议纪要" in texts(ui)
 
 
 def test_clock_add_alarm_with_label_persists(tmp_path: Path) -> None:

@@ -157,7 +157,7 @@ def test_clipboard_paste_into_focused_field(tmp_path: Path) -> None:
     rpc(s, "setClipboard", [None, "pasted text"])
     assert rpc(s, "getClipboard")["result"] == "pasted text"
     rpc(s, "pasteClipboard")
-    assert find(s.ui, rid="dev.agentfarm.notes:id/note_body").text == "pasted text"
+    assert find(s.ui, rid="dev.agentfarm.notes:id/note_title_input").text == "pasted text"
 
 
 def test_press_key_and_swipe(tmp_path: Path) -> None:

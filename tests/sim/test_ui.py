@@ -91,15 +91,17 @@ def test_del_and_keycode_digits_edit_the_focused_field(tmp_path: Path) -> None:
     ui.input_text("abc")
     ui.key("del")
     ui.key("KEYCODE_7")
-    assert find(ui, rid="dev.agentfarm.notes:id/note_body").text == "ab7"
+    assert find(ui, rid="dev.agentfarm.notes:id/note_title_input").text == "ab7"
 
 
 def test_empty_field_shows_hint_as_text(tmp_path: Path) -> None:
     ui = make_phone(tmp_path).ui
     ui.launch("dev.agentfarm.notes")
     tap(ui, desc="新建笔记")
+    title = find(ui, rid="dev.agentfarm.notes:id/note_title_input")
     body = find(ui, rid="dev.agentfarm.notes:id/note_body")
-    assert body.text == body.hint == "输入笔记内容" and body.focused
+    assert title.text == title.hint == "标题" and title.focused
+    assert body.text == body.hint == "输入笔记内容" and not body.focused
 
 
 def test_sleep_locks_and_swipe_up_unlocks(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Notes (`dev.agentfarm.notes`): a list showing each note's full text, an editor, save and delete."""
+"""Notes (`dev.agentfarm.notes`): a list showing each note's title and full text, an editor, delete."""
 
 from __future__ import annotations
 
@@ -24,9 +24,14 @@ from farm.sim.apps.base import (
 if TYPE_CHECKING:
     from farm.sim.ui import UiDevice
 
+DEFAULT_NOTES: list[dict[str, Any]] = [
+    {"id": "n-default-2", "title": "会议纪要", "text": "周三讨论季度预算,下周一前提交方案", "updated": 0},
+    {"id": "n-default-1", "title": "读书清单", "text": "《百年孤独》《活着》《三体》", "updated": 0},
+]
+
 
 class NotesApp(App):
-    """List → editor. New notes go on top; the list shows the whole text so a marker is findable."""
+    """List (newest first) → editor with a title and a body; the list shows both in full."""
 
     package = "dev.agentfarm.notes"
     activity = ".MainActivity"
@@ -38,7 +43,7 @@ class NotesApp(App):
 
     def notes(self) -> list[dict[str, Any]]:
         """Saved notes, newest first."""
-        return list(self.load("notes", []))
+        return [{"title": "", **n} for n in self.load("notes", DEFAULT_NOTES)]
 
     def current_activity(self) -> str:
         return self.package + (".EditNoteActivity" if self.page == "edit" else ".MainActivity")
@@ -51,23 +56,24 @@ class NotesApp(App):
 
     def new_note(self) -> None:
         self.page, self.editing = "edit", None
-        self.fields = {"body": ""}
-        self.focus = "body"
+        self.fields = {"title": "", "body": ""}
+        self.focus = "title"
 
     def open_note(self, note_id: str) -> None:
         note = next((n for n in self.notes() if n["id"] == note_id), None)
         if note is not None:
             self.page, self.editing = "edit", note_id
-            self.fields = {"body": note["text"]}
+            self.fields = {"title": note["title"], "body": note["text"]}
             self.focus = "body"
 
     def save_note(self) -> None:
-        text = self.fields.get("body", "").strip()
-        if not text:
+        title, text = self.fields.get("title", "").strip(), self.fields.get("body", "").strip()
+        if not title and not text:
             self.ui.toast("笔记内容为空")
             return
         notes = [n for n in self.notes() if n["id"] != self.editing]
-        notes.insert(0, {"id": self.editing or uuid.uuid4().hex[:12], "text": text, "updated": int(time.time())})
+        notes.insert(0, {"id": self.editing or uuid.uuid4().hex[:12], "title": title, "text": text,
+                         "updated": int(time.time())})
         self.save("notes", notes)
         self.close_editor()
         self.ui.toast("已保存")
@@ -84,6 +90,7 @@ class NotesApp(App):
         if self.page == "edit":
             nodes = title_bar(self, frame, "编辑笔记" if self.editing else "新建笔记", self.close_editor)
             actions = frame.take_bottom(72)
+            nodes.append(self.edit(frame.take(64), "title", "标题", rid=self.rid("note_title_input")))
             nodes.append(self.edit(frame.rest(), "body", "输入笔记内容", rid=self.rid("note_body")))
             cols = split_h(actions, [1, 1] if self.editing else [1])
             nodes.append(button(cols[-1], "保存", self.save_note, rid=self.rid("save")))
@@ -109,7 +116,9 @@ class NotesApp(App):
         def build(bounds: Bounds) -> Node:
             pad = self.ui.dp(16)
             left, top, right, bottom = bounds
-            text = label((left + pad, top, right - pad, bottom), note["text"], rid=self.rid("note_text"))
-            return row(bounds, [text], lambda: self.open_note(note["id"]), rid=self.rid("note_item"))
+            split = top + self.ui.dp(32)
+            kids = [label((left + pad, top, right - pad, split), note["title"], rid=self.rid("note_title")),
+                    label((left + pad, split, right - pad, bottom), note["text"], rid=self.rid("note_text"))]
+            return row(bounds, kids, lambda: self.open_note(note["id"]), rid=self.rid("note_item"))
 
-        return ListItem(24 + 24 * lines, build)
+        return ListItem(40 + 24 * lines, build)

@@ -184,7 +184,10 @@ def leave_marker(phone: PhoneState, task: dict[str, Any], marker: str) -> str | 
     elif package == "dev.agentfarm.notes" or package not in ("dev.agentfarm.messenger", "dev.agentfarm.shop"):
         package = "dev.agentfarm.notes" if phone.profile.package("dev.agentfarm.notes") else package
         notes = app_class(package)(phone.ui)
-        notes.save("notes", [{"id": key, "text": marker, "updated": int(time.time())}, *notes.load("notes", [])])
+        from farm.sim.apps.notes import DEFAULT_NOTES
+
+        saved = notes.load("notes", DEFAULT_NOTES)
+        notes.save("notes", [{"id": key, "title": marker, "text": "", "updated": int(time.time())}, *saved])
     return package
 
 
