@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import socket
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 
 import pytest
 
@@ -137,3 +140,32 @@ def test_the_error_keeps_the_attempt_log(stub: ModelStub, client_for: MakeClient
     assert [a.outcome for a in err.value.attempt_log] == ["server", "rate_limit"]
     assert err.value.kind == "rate_limit"
     assert err.value.retry_wait_ms > 0
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_retry_after_as_http_date_is_honoured(provider: Provider, stub: ModelStub, client_for: MakeClient) -> None:
+    when = format_datetime(datetime.now(UTC) + timedelta(seconds=60), usegmt=True)
+    stub.script([StubReply.rate_limited(retry_after=when), StubReply(text="ok")])
+    # A minute away, capped to 0.3 s: the recorded wait is the cap, not this client's 10 ms backoff.
+    turn = client_for(provider, retry_after_max_s=0.3).complete(ask())
+    assert turn.retry_wait_ms == pytest.approx(300.0)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_429_without_retry_after_backs_off_with_jitter(
+    provider: Provider, stub: ModelStub, client_for: MakeClient
+) -> None:
+    stub.script([StubReply.rate_limited(), StubReply.rate_limited(), StubReply(text="ok")])
+    turn = client_for(provider, backoff_initial_s=0.02, backoff_max_s=1.0).complete(ask())
+    first, second = (a.wait_after_ms for a in turn.attempts[:2])
+    assert 10.0 <= first <= 20.0
+    assert 20.0 <= second <= 40.0
+
+
+def test_one_client_serves_many_threads(stub: ModelStub, client_for: MakeClient) -> None:
+    stub.responder = lambda body: StubReply(text=f"echo {body['messages'][0]['content']}")
+    client = client_for("openai")
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        texts = list(pool.map(lambda i: client.complete([Message.user(f"n{i}")]).text, range(16)))
+    assert texts == [f"echo n{i}" for i in range(16)]
+    assert len(stub.requests) == 16
