@@ -53,4 +53,4 @@ def test_tasks_without_a_script_are_skipped_with_the_reason(virtual_phone: Any, 
     unscripted = [r for r in by_id.values() if r.task_id not in ("settings-android-version",
                                                                   "settings-upgrade-android-99")]
     assert unscripted and all(r.outcome == "skipped" for r in unscripted)
-    assert by_id["settings-device-model"].reasons == ["scripted policy: no script for this task"]
+    assert by_id["settings-build-number"].reasons == ["scripted policy: no script for this task"]
