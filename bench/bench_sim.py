@@ -13,7 +13,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+import adbutils
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -45,7 +48,7 @@ def make_tree(root: Path) -> int:
     return total
 
 
-def pull_tree_one_session(device, src: str, dst: Path) -> int:  # type: ignore[no-untyped-def]
+def pull_tree_one_session(device: adbutils.AdbDevice, src: str, dst: Path) -> int:
     """Pull a tree over ONE sync session with pipelined RECVs, as `adb pull` does, on adbutils' connection."""
     total = 0
     with device.open_transport() as conn:
@@ -92,7 +95,7 @@ def pull_tree_one_session(device, src: str, dst: Path) -> int:  # type: ignore[n
     return total
 
 
-def best_of(rounds: int, fn) -> float:  # type: ignore[no-untyped-def]
+def best_of(rounds: int, fn: Callable[[], object]) -> float:
     times = []
     for _ in range(rounds):
         started = time.perf_counter()
@@ -102,8 +105,6 @@ def best_of(rounds: int, fn) -> float:  # type: ignore[no-untyped-def]
 
 
 def main() -> int:
-    import adbutils
-
     port = free_port()
     os.environ["ANDROID_ADB_SERVER_PORT"] = str(port)
     start_adb_server(port)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import zoneinfo
+from pathlib import Path
 
 import adbutils
 
 from farm.sim.launcher import SimPhone
 from farm.sim.profile import default_profile
 from farm.sim.shell_fs import u2_jar_md5
+from tests.helpers.phones import FarmFactory
 
 
 def device(phone: SimPhone) -> adbutils.AdbDevice:
@@ -34,7 +36,7 @@ def test_settings_put_then_get(virtual_phone: SimPhone) -> None:
     assert d.shell("settings get secure not_there") == "null"
 
 
-def test_date_honours_profile_timezone(virtual_farm) -> None:  # type: ignore[no-untyped-def]
+def test_date_honours_profile_timezone(virtual_farm: FarmFactory) -> None:
     profile = default_profile()
     profile.timezone = "Asia/Shanghai"
     phone = virtual_farm(1, profile=profile)[0]
@@ -250,7 +252,7 @@ def test_am_instrument_streams_status_protocol(virtual_phone: SimPhone) -> None:
     assert output.rstrip().splitlines()[-1].startswith("INSTRUMENTATION_CODE:")
 
 
-def test_host_path_refuses_escapes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_host_path_refuses_escapes(tmp_path: Path) -> None:
     from farm.sim.phone import PathEscapeError, PhoneState
 
     phone = PhoneState(root=tmp_path / "phone")

@@ -13,6 +13,7 @@ import adbutils
 from farm.sim.adbd import A_CNXN, A_OKAY, A_OPEN, A_VERSION
 from farm.sim.launcher import SimPhone, adb_binary
 from farm.sim.profile import PhoneProfile, default_profile
+from tests.helpers.phones import FarmFactory
 
 
 def adb(phone: SimPhone, *args: str) -> subprocess.CompletedProcess[str]:
@@ -50,7 +51,7 @@ def test_features_advertise_only_implemented(virtual_phone: SimPhone) -> None:
     assert "stat_v2" not in features and "ls_v2" not in features
 
 
-def test_profile_model_reaches_banner(virtual_farm) -> None:  # type: ignore[no-untyped-def]
+def test_profile_model_reaches_banner(virtual_farm: FarmFactory) -> None:
     profile = default_profile()
     profile.model, profile.name = "Galaxy S23", "dm1q"
     phone = virtual_farm(1, profile=profile)[0]
@@ -83,7 +84,7 @@ def test_large_output_respects_flow_control(virtual_phone: SimPhone) -> None:
     assert raw == blob
 
 
-def test_ten_phones_at_once(virtual_farm) -> None:  # type: ignore[no-untyped-def]
+def test_ten_phones_at_once(virtual_farm: FarmFactory) -> None:
     phones = virtual_farm(10)
     client = adbutils.AdbClient(port=phones[0].adb_port)
     listed = {d.serial for d in client.device_list()}
@@ -172,7 +173,7 @@ def _echo_server() -> tuple[socket.socket, int]:
     return server, server.getsockname()[1]
 
 
-def test_create_connection_bridges_devtools(virtual_farm) -> None:  # type: ignore[no-untyped-def]
+def test_create_connection_bridges_devtools(virtual_farm: FarmFactory) -> None:
     server, port = _echo_server()
     profile: PhoneProfile = default_profile()
     profile.chrome_devtools = f"127.0.0.1:{port}"
