@@ -204,3 +204,71 @@ def test_tcp_9008_reaches_uiautomator2_server(virtual_phone: SimPhone) -> None:
     assert info["productName"] == virtual_phone.profile.name
     assert info["displayWidth"] == virtual_phone.profile.screen.width
     assert virtual_phone.state.u2_server_streams >= 1
+
+
+def _packet(command: int, arg0: int, arg1: int, data: bytes = b"") -> bytes:
+    return struct.pack("<6I", command, arg0, arg1, len(data), sum(data), command ^ 0xFFFFFFFF) + data
+
+
+def _read_packet(sock: socket.socket) -> tuple[int, int, int, bytes, int]:
+    command, arg0, arg1, length, crc, _magic = struct.unpack("<6I", _recv_exact(sock, 24))
+    return command, arg0, arg1, _recv_exact(sock, length) if length else b"", crc
+
+
+def _handshake(port: int, version: int, max_payload: int) -> tuple[socket.socket, tuple[int, int, int, bytes, int]]:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(_packet(A_CNXN, version, max_payload, b"host::features=shell_v2\0"))
+    return sock, _read_packet(sock)
+
+
+def test_old_host_version_gets_checksummed_packets(virtual_phone: SimPhone) -> None:
+    sock, (command, version, _max, banner, crc) = _handshake(virtual_phone.port, 0x01000000, 4096)
+    assert command == A_CNXN and version == A_VERSION
+    assert banner.startswith(b"device::") and crc == sum(banner)
+    sock.close()
+
+
+def test_wrte_waits_for_host_okay_and_respects_max_payload(virtual_phone: SimPhone) -> None:
+    from farm.sim.adbd import A_WRTE
+
+    (virtual_phone.root / "sdcard" / "flow.bin").write_bytes(b"f" * 20000)
+    sock, _ = _handshake(virtual_phone.port, A_VERSION, 4096)
+    sock.sendall(_packet(A_OPEN, 5, 0, b"shell:cat /sdcard/flow.bin\0"))
+    command, local_id, remote_id, _data, _crc = _read_packet(sock)
+    assert (command, remote_id) == (A_OKAY, 5)
+    command, _, _, data, _ = _read_packet(sock)
+    assert command == A_WRTE and 0 < len(data) <= 4096
+    sock.settimeout(0.5)
+    try:
+        sock.recv(1)
+    except TimeoutError:
+        pass  # nothing more until the host says OKAY
+    else:
+        raise AssertionError("a second WRTE arrived before the host's OKAY")
+    sock.settimeout(10)
+    received = len(data)
+    while True:
+        sock.sendall(_packet(A_OKAY, 5, local_id))
+        command, _, _, data, _ = _read_packet(sock)
+        if command != A_WRTE:
+            break
+        assert len(data) <= 4096
+        received += len(data)
+    assert received == 20000
+    sock.close()
+
+
+def test_every_host_wrte_is_acknowledged(virtual_phone: SimPhone) -> None:
+    from farm.sim.adbd import A_WRTE
+
+    sock, _ = _handshake(virtual_phone.port, A_VERSION, 1 << 20)
+    sock.sendall(_packet(A_OPEN, 9, 0, b"shell,v2:\0"))
+    command, local_id, _, _, _ = _read_packet(sock)
+    assert command == A_OKAY
+    stdin = b"echo acked\n"
+    sock.sendall(_packet(A_WRTE, 9, local_id, struct.pack("<BI", 0, len(stdin)) + stdin))
+    command, arg0, arg1, _, _ = _read_packet(sock)
+    assert (command, arg0, arg1) == (A_OKAY, local_id, 9)
+    command, _, _, data, _ = _read_packet(sock)
+    assert command == A_WRTE and data == struct.pack("<BI", 1, 6) + b"acked\n"
+    sock.close()
