@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import posixpath
+import secrets
 import shutil
 import tempfile
 import zlib
@@ -58,6 +59,10 @@ class PhoneState:
         self.root: Path = (root or Path(tempfile.mkdtemp(prefix="farm-sim-phone-"))).resolve()
         self.props: dict[str, str] = build_props(self.profile)
         self.settings: dict[str, dict[str, str]] = build_settings(self.profile)
+        # Every phone has its own hardware serial and android_id, even with the same profile.
+        unique = secrets.token_hex(8)
+        self.props["ro.serialno"] = self.props["ro.boot.serialno"] = f"SIM{unique[:10].upper()}"
+        self.settings["secure"]["android_id"] = unique
         self.screen_on: bool = True
         self.locked: bool = False
         self.reverse_forwards: list[str] = []

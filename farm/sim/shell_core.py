@@ -456,6 +456,10 @@ class Shell:
             self.fail(f"/system/bin/sh: can't create {path}: No such file or directory")
             return False
 
+    async def run_argv(self, argv: list[str]) -> int:
+        """Run one already-split command (for `exec` and `toybox`-style dispatch)."""
+        return await self._dispatch(argv)
+
     async def _dispatch(self, argv: list[str]) -> int:
         name = argv[0]
         base = name.rsplit("/", 1)[-1] if name.startswith(("/system/bin/", "/system/xbin/", "/bin/")) else name

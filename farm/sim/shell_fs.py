@@ -472,6 +472,30 @@ async def _sleep(sh: Shell, args: list[str]) -> int:
     return 0
 
 
+@command("export")
+def _export(sh: Shell, args: list[str]) -> int:
+    for arg in args:
+        key, sep, value = arg.partition("=")
+        if sep:
+            sh.env[key] = value
+    return 0
+
+
+@command("unset")
+def _unset(sh: Shell, args: list[str]) -> int:
+    for name in args:
+        sh.env.pop(name, None)
+    return 0
+
+
+@async_command("exec")
+async def _exec(sh: Shell, args: list[str]) -> int:
+    if not args:
+        return 0
+    sh.exit_requested = True
+    return await sh.run_argv(args)
+
+
 @async_command("sh")
 async def _sh(sh: Shell, args: list[str]) -> int:
     if len(args) >= 2 and args[0] == "-c":

@@ -265,3 +265,15 @@ def test_host_path_refuses_escapes(tmp_path: Path) -> None:
         pass
     else:
         raise AssertionError("a symlink out of the root must be refused")
+
+
+def test_export_and_exec_as_adb_logcat_uses_them(virtual_phone: SimPhone) -> None:
+    d = device(virtual_phone)
+    assert d.shell("export GREETING=hi; echo $GREETING") == "hi"
+    assert d.shell("exec echo replaced; echo never") == "replaced"
+
+
+def test_phones_with_one_profile_have_distinct_hardware_serials(virtual_farm: FarmFactory) -> None:
+    phones = virtual_farm(2)
+    serials = {device(p).shell("getprop ro.serialno") for p in phones}
+    assert len(serials) == 2 and all(s.startswith("SIM") for s in serials)
