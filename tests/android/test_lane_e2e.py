@@ -207,3 +207,16 @@ def test_redaction_replaces_a_canary_key_whatever_its_nesting() -> None:
     tree = {"llm": {"api_key": "sk-canary", "api_key_env": "NAME"}, "servers": [{"token": "t-canary"}]}
     out = redact(tree)  # type: ignore[arg-type]
     assert out == {"llm": {"api_key": REDACTED, "api_key_env": "NAME"}, "servers": [{"token": REDACTED}]}
+
+
+def test_run_deadline_stops_the_phone_and_marks_the_rest_as_infrastructure_errors(
+    virtual_farm, tmp_path: Path
+) -> None:
+    slow = default_profile()
+    slow.agent.time_scale = 10.0  # 3 s per simulated task
+    virtual_farm(1, profile=slow)
+    result = run(_request(tmp_path, run_id="r-deadline", deadline_s=1.0))
+    outcome = result.phones[0].outcome
+    assert outcome is not None and outcome.infrastructure_error == "run deadline passed"
+    errors = [r for r in result.phones[0].records if r.outcome == "error"]
+    assert errors and all(r.reasons[0] == "unfinished: run deadline passed" for r in errors)
