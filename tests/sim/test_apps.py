@@ -215,6 +215,7 @@ def test_settings_about_phone_shows_profile_model_and_release(tmp_path: Path) ->
     tap(ui, text="关于手机")
     shown = texts(ui)
     assert "Galaxy S23" in shown and "13" in shown and "Android 版本" in shown
+    assert ui.phone.props["ro.build.id"] in shown
 
 
 def test_settings_toggle_writes_the_settings_table(tmp_path: Path) -> None:
@@ -247,6 +248,19 @@ def test_calendar_new_event_is_listed(tmp_path: Path) -> None:
     ui.input_text("2026-12-03 9:30")
     tap(ui, text="保存")
     assert "2026-12-03 09:30  牙医" in texts(ui)
+
+
+def test_calendar_has_upcoming_sample_events_and_all_day_entries(tmp_path: Path) -> None:
+    ui = make_phone(tmp_path).ui
+    ui.launch("com.android.calendar")
+    events = [n.text for n in nodes(ui) if n.rid == "com.android.calendar:id/event_title"]
+    assert len(events) == 2 and events[0].endswith("10:00  项目周会")
+    tap(ui, desc="新建活动")
+    ui.input_text("出游")
+    tap(ui, rid="com.android.calendar:id/when")
+    ui.input_text("2099-01-05")
+    tap(ui, text="保存")
+    assert "2099-01-05 全天  出游" in texts(ui)
 
 
 def test_calculator_repeated_digit_by_text_hits_the_key(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from farm.sim.apps.base import (
@@ -54,7 +55,15 @@ class CalendarApp(App):
         self.page = "agenda"
 
     def events(self) -> list[dict[str, Any]]:
-        return sorted(self.load("events", []), key=lambda e: e["when"])
+        """Saved events by start; a fresh phone has two upcoming sample events (relative to today)."""
+        return sorted(self.load("events", self._samples()), key=lambda e: e["when"])
+
+    def _samples(self) -> list[dict[str, Any]]:
+        today = self.ui.now().date()
+        return [
+            {"id": "e-default-1", "title": "项目周会", "when": f"{today + timedelta(days=1):%Y-%m-%d} 10:00"},
+            {"id": "e-default-2", "title": "和朋友吃饭", "when": f"{today + timedelta(days=3):%Y-%m-%d} 19:30"},
+        ]
 
     def back(self) -> bool:
         if self.page == "edit":
@@ -105,7 +114,8 @@ class CalendarApp(App):
     def _item(self, event: dict[str, Any]) -> ListItem:
         def build(bounds: Bounds) -> Node:
             inner = (bounds[0] + self.ui.dp(16), bounds[1], bounds[2], bounds[3])
-            return row(bounds, [label(inner, f"{event['when']}  {event['title']}", rid=self.rid("event_title"))],
+            when = event["when"] if " " in event["when"] else f"{event['when']} 全天"
+            return row(bounds, [label(inner, f"{when}  {event['title']}", rid=self.rid("event_title"))],
                        None, rid=self.rid("agenda_item"))
 
         return ListItem(64, build)

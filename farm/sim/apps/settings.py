@@ -107,7 +107,7 @@ class SettingsApp(App):
             return "存储", [self._entry("已使用", f"{_gb(used)} GB", None),
                           self._entry("可用空间", f"{_gb(p.storage_free_mb)} GB", None),
                           self._entry("总容量", f"{_gb(p.storage_total_mb)} GB", None)]
-        build_id = self.phone.props.get("ro.build.display.id", "")
+        build_id = self.phone.props.get("ro.build.display.id") or self.phone.props.get("ro.build.id", "")
         return "关于手机", [
             self._entry("设备名称", p.model, None),
             self._entry("型号", p.model, None),

@@ -178,7 +178,10 @@ def leave_marker(phone: PhoneState, task: dict[str, Any], marker: str) -> str | 
         app.save("contacts", [*app.load("contacts", []), {"id": key, "name": marker, "phone": ""}])
     elif package == "com.android.calendar":
         when = datetime.now(UTC).strftime("%Y-%m-%d 09:00")
-        app.save("events", [*app.load("events", []), {"id": key, "title": marker, "when": when}])
+        from farm.sim.apps.calendar import CalendarApp
+
+        events = app.events() if isinstance(app, CalendarApp) else []
+        app.save("events", [*events, {"id": key, "title": marker, "when": when}])
     elif package == "com.android.documentsui":
         phone.host_path(f"/sdcard/{marker}").mkdir(parents=True, exist_ok=True)
     elif package == "dev.agentfarm.notes" or package not in ("dev.agentfarm.messenger", "dev.agentfarm.shop"):
