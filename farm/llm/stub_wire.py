@@ -1,0 +1,159 @@
+"""What the model stub sends: scripted replies and their rendering as OpenAI / Anthropic JSON."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+StubProvider = Literal["openai", "anthropic"]
+ToolArgs = dict[str, Any] | str
+
+
+@dataclass
+class StubUsage:
+    """Token usage the stub reports, in neutral terms (rendered per provider)."""
+
+    input: int = 10
+    """Uncached input tokens (OpenAI prompt_tokens = input + cached)."""
+    cached: int = 0
+    """Input tokens read from cache."""
+    cache_write: int = 0
+    """Input tokens written to cache (Anthropic only; OpenAI does not report it)."""
+    output: int = 5
+    """Output tokens."""
+    report_cache: bool = True
+    """False = leave the cache fields out, like endpoints without prompt caching."""
+
+
+@dataclass
+class StubReply:
+    """One scripted answer. `tool_calls` are (name, arguments); a str argument is sent verbatim
+    (so malformed JSON can be scripted), a dict is JSON-encoded."""
+
+    text: str | None = None
+    tool_calls: list[tuple[str, ToolArgs]] = field(default_factory=list)
+    usage: StubUsage | None = field(default_factory=StubUsage)
+    """None = no `usage` object in the response."""
+    status: int = 200
+    retry_after: float | str | None = None
+    """Retry-After header value (seconds, or an HTTP date string) sent with the reply."""
+    delay_s: float = 0.0
+    """Sleep before answering (longer than the client timeout = a timeout)."""
+    stop_reason: str | None = None
+    """Override of finish_reason / stop_reason; default derived from the content."""
+    thinking: str | None = None
+    """Anthropic only: a thinking block placed before the text."""
+    error_message: str = "scripted error"
+    headers: dict[str, str] = field(default_factory=dict)
+    raw_body: bytes | None = None
+    """Sent verbatim instead of a rendered response (e.g. an HTML error page from a proxy)."""
+    content_type: str = "application/json"
+    """Content type of `raw_body`."""
+
+    @classmethod
+    def rate_limited(cls, retry_after: float | str | None = None) -> StubReply:
+        """A 429, optionally with Retry-After."""
+        return cls(status=429, retry_after=retry_after, error_message="rate limited")
+
+    @classmethod
+    def server_error(cls, status: int = 500) -> StubReply:
+        """A 5xx."""
+        return cls(status=status, error_message="internal error")
+
+    @classmethod
+    def slow(cls, delay_s: float, text: str = "late") -> StubReply:
+        """A reply that only comes after `delay_s` seconds."""
+        return cls(text=text, delay_s=delay_s)
+
+
+def _arguments_string(args: ToolArgs) -> str:
+    return args if isinstance(args, str) else json.dumps(args)
+
+
+def openai_body(n: int, model: str, reply: StubReply) -> dict[str, Any]:
+    calls = [
+        {"id": f"call_stub_{n}_{i}", "type": "function", "function": {"name": name, "arguments": _arguments_string(a)}}
+        for i, (name, a) in enumerate(reply.tool_calls)
+    ]
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text, "refusal": None}
+    if calls:
+        message["tool_calls"] = calls
+    body: dict[str, Any] = {
+        "id": f"chatcmpl-stub-{n}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "system_fingerprint": None,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": reply.stop_reason or ("tool_calls" if calls else "stop"),
+            }
+        ],
+    }
+    u = reply.usage
+    if u is not None:
+        prompt = u.input + u.cached
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt,
+            "completion_tokens": u.output,
+            "total_tokens": prompt + u.output,
+            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
+        }
+        if u.report_cache:
+            usage["prompt_tokens_details"] = {"cached_tokens": u.cached, "audio_tokens": 0}
+        body["usage"] = usage
+    return body
+
+
+def _anthropic_input(args: ToolArgs) -> Any:
+    if isinstance(args, dict):
+        return args
+    try:
+        parsed = json.loads(args)
+    except json.JSONDecodeError:
+        return args  # malformed on purpose: the client must cope
+    return parsed if isinstance(parsed, dict) else args
+
+
+def anthropic_body(n: int, model: str, reply: StubReply) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if reply.thinking is not None:
+        content.append({"type": "thinking", "thinking": reply.thinking, "signature": f"sig-stub-{n}"})
+    if reply.text is not None:
+        content.append({"type": "text", "text": reply.text, "citations": None})
+    for i, (name, a) in enumerate(reply.tool_calls):
+        content.append({"type": "tool_use", "id": f"toolu_stub_{n}_{i}", "name": name, "input": _anthropic_input(a)})
+    body: dict[str, Any] = {
+        "id": f"msg_stub_{n}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": reply.stop_reason or ("tool_use" if reply.tool_calls else "end_turn"),
+        "stop_sequence": None,
+    }
+    u = reply.usage
+    if u is not None:
+        usage: dict[str, Any] = {"input_tokens": u.input, "output_tokens": u.output}
+        if u.report_cache:
+            usage |= {"cache_read_input_tokens": u.cached, "cache_creation_input_tokens": u.cache_write}
+        body["usage"] = usage
+    return body
+
+
+def error_body(provider: StubProvider, status: int, message: str) -> dict[str, Any]:
+    kind = {
+        400: "invalid_request_error",
+        401: "authentication_error",
+        404: "not_found_error",
+        429: "rate_limit_error",
+        529: "overloaded_error",
+    }.get(status, "api_error")
+    if provider == "openai":
+        return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+    return {"type": "error", "error": {"type": kind, "message": message}}
