@@ -214,6 +214,7 @@ def aggregate(
         "CREATE TEMP TABLE shown AS SELECT l.*, coalesce(o.final, l.initial) AS final FROM latest l"
         f" LEFT JOIN ovr o USING (run, device, task_id) WHERE {holdout}"
     )
+    _scrub_serials(con, labels)
     hidden_tasks, hidden_attempts = (0, 0) if include_holdout else con.execute(
         "SELECT count(DISTINCT task_id), count(*) FROM latest WHERE partition = 'holdout'"
     ).fetchone() or (0, 0)
@@ -301,6 +302,16 @@ def aggregate(
     agg = Aggregation(con=con, labels=labels, data=data, run_dirs=run_dirs)
     data.failures = list(agg.task_rows(f"{_NOT_SKIPPED} AND NOT final", LIST_CAP))
     return agg
+
+
+def _scrub_serials(con: duckdb.DuckDBPyConnection, labels: dict[str, str]) -> None:
+    """Reports never show serials: replace any serial quoted in a reason by its device label."""
+    expr = "x"
+    for serial, label in sorted(labels.items(), key=lambda kv: -len(kv[0])):
+        if serial:
+            expr = f"replace({expr}, {duck.sql_str(serial)}, {duck.sql_str(label)})"
+    if expr != "x":
+        con.execute(f"UPDATE shown SET reasons = list_transform(reasons, lambda x: {expr})")
 
 
 def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> int:

@@ -48,7 +48,8 @@ RECORD_COLUMNS: dict[str, str] = {
 }
 
 
-def _sql_str(text: str) -> str:
+def sql_str(text: str) -> str:
+    """A SQL string literal."""
     return "'" + text.replace("'", "''") + "'"
 
 
@@ -67,9 +68,9 @@ def connect(run_dirs: Sequence[Path]) -> duckdb.DuckDBPyConnection:
 
     con = duckdb.connect(":memory:")
     files = [str(d / RECORDS_FILE) for d in run_dirs if (d / RECORDS_FILE).is_file()]
-    columns = "{" + ", ".join(f"{_sql_str(k)}: {_sql_str(v)}" for k, v in RECORD_COLUMNS.items()) + "}"
+    columns = "{" + ", ".join(f"{sql_str(k)}: {sql_str(v)}" for k, v in RECORD_COLUMNS.items()) + "}"
     if files:
-        listing = "[" + ", ".join(_sql_str(f) for f in files) + "]"
+        listing = "[" + ", ".join(sql_str(f) for f in files) + "]"
         con.execute(
             f"CREATE VIEW records AS SELECT * FROM read_json({listing}, format='newline_delimited', "
             f"columns={columns}, maximum_object_size=67108864)"

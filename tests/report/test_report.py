@@ -109,3 +109,14 @@ def test_later_attempt_replaces_earlier_one(tmp_path: Path) -> None:
     run = write_run(tmp_path, "r", [record("x", passed=False, outcome="error"), record("x", passed=True, attempt=2)])
     d = aggregate([run]).data
     assert (d.overall.attempted, d.overall.passed) == (1, 1)
+
+
+def test_serials_quoted_in_reasons_are_replaced_by_labels(tmp_path: Path) -> None:
+    recs = [record("e", run="r", device="SER-Z", passed=False, outcome="error",
+                   reasons=["adb error: device 'SER-Z' not found"])]
+    run_dir = write_run(tmp_path, "r", recs, [("SER-Z", "Pixel 8")])
+    write_reports(aggregate([run_dir]), run_dir)
+    for name in ("report.md", "report.html", "junit.xml", "scores.csv"):
+        text = (run_dir / name).read_text(encoding="utf-8")
+        assert "SER-Z" not in text
+    assert "device 'Pixel 8 #1' not found" in (run_dir / "report.md").read_text(encoding="utf-8")
