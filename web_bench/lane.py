@@ -24,8 +24,10 @@ from farm.manifest import (
     save,
     utc_now,
 )
+from farm.results.store import RECORDS_FILE, append_records
 from web_bench.browser.contract import BackendName, BrowserBackend
 from web_bench.matrix import PlannedRun
+from web_bench.records import to_record
 from web_bench.report import report_file, to_markdown
 from web_bench.results import PolicyName, WebRun, append_run
 from web_bench.runner import RunContext, run_matrix
@@ -134,7 +136,9 @@ def run_lane(
         )
         results.parent.mkdir(parents=True, exist_ok=True)
         create_new_text(results, "", what="results file")
-        add_lane(run_dir, LaneEntry(lane="web", outputs=[_relative(results, run_dir), _relative(report_path, run_dir)]))
+        records_path = run_dir / "web" / RECORDS_FILE
+        outputs = [_relative(p, run_dir) for p in (results, report_path, records_path)]
+        add_lane(run_dir, LaneEntry(lane="web", outputs=outputs))
         devices: dict[str, str] = {
             name: str(serial_of) for name, b in backends.items() if (serial_of := getattr(b, "serial", None))
         }
@@ -142,8 +146,13 @@ def run_lane(
                          timeout_ms=timeout_ms, provider=choice.provider, model=choice.model,
                          reasoning_effort=choice.reasoning_effort, devices=devices)
 
+        lines = 0
+
         def record(run: WebRun) -> None:
+            nonlocal lines
             append_run(results, run)
+            lines += 1
+            append_records(records_path, [to_record(run, source=f"{_relative(results, run_dir)}:{lines}")])
             on_run(run)
 
         finished = False

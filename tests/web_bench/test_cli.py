@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from farm.manifest import load
+from farm.results.store import read_records
 from tests.helpers.web import web_run
 from web_bench.results import append_run, read_runs
 
@@ -65,13 +66,17 @@ def test_dry_run_default_matrix_is_sixty_runs(tmp_path: Path) -> None:
     assert "60 runs" in result.stdout
 
 
-def test_scripted_smoke_run_writes_results_report_and_manifest(tmp_path: Path) -> None:
-    result = farm("web", "run", "--smoke", "--policy", "scripted", "--backends", "playwright", "--run-id", "r1",
-                  cwd=tmp_path)
+def test_scripted_smoke_run_writes_results_records_report_and_manifest(tmp_path: Path) -> None:
+    result = farm("web", "run", "--smoke", "--tasks", "order_lookup,lazy_load", "--policy", "scripted",
+                  "--backends", "playwright", "--run-id", "r1", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     results = tmp_path / "runs" / "r1" / "web" / "results.jsonl"
     runs = read_runs(results)
-    assert len(runs) == 6 and all(r.success for r in runs)
+    assert len(runs) == 2 and all(r.success for r in runs)
+    records = read_records(tmp_path / "runs" / "r1" / "web" / "records.jsonl")
+    assert [(r.lane, r.task_id, r.outcome) for r in records] == [
+        ("web", "order_lookup", "succeeded"), ("web", "lazy_load", "succeeded")
+    ]
     assert (tmp_path / "runs" / "r1" / "web" / "results.report.md").read_text().startswith("# Web backend")
     manifest = load(tmp_path / "runs" / "r1")
     (lane,) = manifest.lanes
@@ -80,7 +85,7 @@ def test_scripted_smoke_run_writes_results_report_and_manifest(tmp_path: Path) -
     report = farm("web", "report", str(results), "--json", cwd=tmp_path)
     assert report.returncode == 0, report.stderr
     numbers = json.loads(report.stdout)
-    assert numbers["backends"]["playwright"]["successes"] == 6
+    assert numbers["backends"]["playwright"]["successes"] == 2
 
 
 def test_probe_playwright(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from farm.errors import FarmError
 from tests.helpers.web import web_run
+from web_bench.records import to_record
 from web_bench.report import WebReport, report_file, to_markdown
 from web_bench.results import Timings, TokenCounts, WebRun, append_run
 from web_bench.stats import nearest_rank, p90, paired_bootstrap
@@ -153,3 +154,14 @@ def test_bad_line_is_refused_with_its_number(tmp_path: Path) -> None:
         handle.write('{"task": "x"}\n')
     with pytest.raises(FarmError, match=r"results.jsonl:2:"):
         report_file(path)
+
+
+def test_web_run_becomes_a_farm_record() -> None:
+    failed = web_run(success=False, error=None, tokens=TokenCounts(new_input=5, output=2))
+    record = to_record(failed, source="results.jsonl:1")
+    assert (record.lane, record.device, record.task_id, record.outcome, record.passed) == (
+        "web", "playwright", "order_lookup", "failed", False
+    )
+    assert record.failure_kind == "agent"
+    assert (record.tokens.input_new, record.tokens.output) == (5, 2)
+    assert record.extra["pairId"] == "order_lookup:1:1"
