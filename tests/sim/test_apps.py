@@ -286,3 +286,15 @@ def test_clock_accepts_chinese_period_and_shows_12_hour_time(tmp_path: Path) -> 
     tap(ui, text="保存")
     times = [n.text for n in nodes(ui) if n.rid == f"{CLOCK}:id/digital_clock"]
     assert times == ["上午7:30", "上午9:00", "下午9:20"]
+
+
+def test_weather_forecast_is_deterministic_per_city(tmp_path: Path) -> None:
+    ui = make_phone(tmp_path).ui
+    ui.launch("dev.agentfarm.weather")
+    beijing = [n.text for n in nodes(ui) if n.rid == "dev.agentfarm.weather:id/day_temp"]
+    tap(ui, text="杭州")
+    assert find(ui, rid="dev.agentfarm.weather:id/city_name").text == "杭州"
+    ui.force_stop("dev.agentfarm.weather")
+    ui.launch("dev.agentfarm.weather")
+    assert [n.text for n in nodes(ui) if n.rid == "dev.agentfarm.weather:id/day_temp"] == beijing
+    assert any(n.text == "明天" for n in nodes(ui))

@@ -16,10 +16,11 @@ def _registry() -> dict[str, type[App]]:
     from farm.sim.apps.notes import NotesApp
     from farm.sim.apps.settings import SettingsApp
     from farm.sim.apps.shop import ShopApp
+    from farm.sim.apps.weather import WeatherApp
 
     classes: list[type[App]] = [
         SettingsApp, CalculatorApp, ClockApp, ContactsApp, CalendarApp, FilesApp, NotesApp, ShopApp,
-        MessengerApp, BrowserApp,
+        MessengerApp, BrowserApp, WeatherApp,
     ]
     return {cls.package: cls for cls in classes}
 
