@@ -116,11 +116,19 @@ class LLMConfig(BaseModel):
 
     @classmethod
     def from_env(
-        cls, overrides: Mapping[str, object] | None = None, *, environ: Mapping[str, str] | None = None
+        cls,
+        overrides: Mapping[str, object] | None = None,
+        *,
+        base: LLMConfig | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> LLMConfig:
-        """Build from FARM_LLM_* variables; non-None `overrides` (field name -> value) win over them."""
+        """Merge `base` (farm.yaml `llm:`) < FARM_LLM_* variables < non-None `overrides` (field -> value).
+
+        When the provider changes on the way and the key variable was only the old provider's
+        default, the new provider's default applies.
+        """
         env = os.environ if environ is None else environ
-        data: dict[str, object] = {}
+        data: dict[str, object] = base.model_dump(exclude_none=True) if base is not None else {}
         for var, field in ENV_FIELDS.items():
             value = env.get(var)
             if value is not None and value.strip() != "":
@@ -128,6 +136,12 @@ class LLMConfig(BaseModel):
         for key, override in (overrides or {}).items():
             if override is not None:
                 data[key] = override
+        if (
+            base is not None
+            and data.get("provider") != base.provider
+            and data.get("api_key_env") == DEFAULT_KEY_ENV[base.provider]
+        ):
+            data.pop("api_key_env")
         if "provider" not in data or "model" not in data:
             raise FarmError(
                 "llm: no model configured (FARM_LLM_PROVIDER / FARM_LLM_MODEL unset)",

@@ -133,3 +133,19 @@ def test_key_in_a_yaml_section_is_not_quoted_by_the_parent_error(section: dict[s
         _FarmYaml.model_validate({"llm": {"provider": "openai", "model": "m", **section}})
     assert CANARY_KEY not in str(err.value)
     assert CANARY_KEY not in repr(err.value.errors())
+
+
+def test_from_env_layers_yaml_then_variables_then_overrides() -> None:
+    yaml_cfg = LLMConfig(provider="openai", model="from-yaml", base_url="http://127.0.0.1:1/v1", max_retries=9)
+    env = {"FARM_LLM_MODEL": "from-env", "FARM_LLM_TIMEOUT_S": "12"}
+    cfg = LLMConfig.from_env({"timeout_s": 3.5}, base=yaml_cfg, environ=env)
+    assert (cfg.provider, cfg.model, cfg.base_url) == ("openai", "from-env", "http://127.0.0.1:1/v1")
+    assert (cfg.max_retries, cfg.timeout_s) == (9, 3.5)
+
+
+def test_switching_provider_drops_the_old_default_key_variable() -> None:
+    yaml_cfg = LLMConfig(provider="openai", model="m")
+    cfg = LLMConfig.from_env({"provider": "anthropic", "model": "claude"}, base=yaml_cfg, environ={})
+    assert cfg.api_key_env == "ANTHROPIC_API_KEY"
+    custom = LLMConfig(provider="openai", model="m", api_key_env="PROXY_KEY")
+    assert LLMConfig.from_env({"provider": "anthropic"}, base=custom, environ={}).api_key_env == "PROXY_KEY"
