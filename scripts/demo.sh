@@ -27,4 +27,7 @@ $FARM sim up --count 2 --adb-port "$PORT"
 $FARM devices
 echo "== farm run --split tune --all"
 $FARM run --split tune --all --runs-dir "$RUNS" --run-id "demo-$(date -u +%Y%m%d-%H%M%S)"
+echo "== farm run --split tune --all --executor host --policy scripted (host agent driving the phones)"
+$FARM run --split tune --all --executor host --policy scripted --runs-dir "$RUNS" \
+    --run-id "demo-host-$(date -u +%Y%m%d-%H%M%S)"
 echo "== done: open the report.md / report.html printed above"
