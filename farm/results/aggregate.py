@@ -311,7 +311,7 @@ def _scrub_serials(con: duckdb.DuckDBPyConnection, labels: dict[str, str]) -> No
         if serial:
             expr = f"replace({expr}, {duck.sql_str(serial)}, {duck.sql_str(label)})"
     if expr != "x":
-        con.execute(f"UPDATE shown SET reasons = list_transform(reasons, lambda x: {expr})")
+        con.execute(f"UPDATE shown SET reasons = list_transform(reasons, lambda x: {expr}) WHERE len(reasons) > 0")
 
 
 def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> int:
