@@ -60,7 +60,8 @@ def devtools_ws_url(local_port: int) -> str:
 
 
 class AndroidChromeBackend:
-    """Sessions are new tabs of the phone's Chrome (cookies cleared; the site isolates runs by session)."""
+    """Sessions are new tabs of the phone's Chrome (the site's cookies cleared; the site isolates runs by
+    session id). Closing disconnects and removes the forwards; Chrome itself keeps running."""
 
     name: BackendName = "android-chrome"
 
@@ -97,7 +98,8 @@ class AndroidChromeBackend:
         """A new tab with a clean cookie jar, sized and localised like the playwright backend."""
         browser = self.browser
         context = browser.contexts[0] if browser.contexts else browser.new_context()
-        context.clear_cookies()
+        # Only the site's cookies: this is the phone owner's browser profile.
+        context.clear_cookies(domain="127.0.0.1")
         page = context.new_page()
         page.set_viewport_size(VIEWPORT)  # type: ignore[arg-type]
         cdp = context.new_cdp_session(page)

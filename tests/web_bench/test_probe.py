@@ -1,0 +1,46 @@
+"""`farm web probe` as a library call, and `farm web serve`, on both backends."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+
+import httpx
+
+from farm.sim.profile import default_profile
+from web_bench.browser.chromium import DebuggableChromium
+from web_bench.probe import probe
+
+
+def test_probe_both_backends_through_a_virtual_phone(
+    virtual_farm: Callable[..., list[object]], devtools_chromium: DebuggableChromium
+) -> None:
+    profile = default_profile()
+    profile.chrome_devtools = devtools_chromium.endpoint
+    (phone,) = virtual_farm(1, profile=profile)
+    results = probe(["playwright", "android-chrome"], serial=phone.serial)  # type: ignore[attr-defined]
+    assert [(r.backend, r.ok) for r in results] == [("playwright", True), ("android-chrome", True)], results
+
+
+def test_probe_reports_a_phone_without_chrome(virtual_farm: Callable[..., list[object]]) -> None:
+    (phone,) = virtual_farm(1)
+    (result,) = probe(["android-chrome"], serial=phone.serial)  # type: ignore[attr-defined]
+    assert not result.ok
+    assert "DevTools" in result.detail or "CDP" in result.detail
+
+
+def test_serve_answers_on_loopback() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from farm.cli import main; main()", "web", "serve", "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("task site on http://127.0.0.1:"), line + (proc.stderr.read() if proc.poll() else "")
+        url = line.split()[3]
+        assert "Web bench task site" in httpx.get(url + "/", timeout=10).text
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
