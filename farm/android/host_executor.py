@@ -49,34 +49,28 @@ class HostSettings:
 
 
 def llm_config(cfg: FarmConfig | None, settings: HostSettings, options: RunOptions | None = None) -> LLMConfig:
-    """farm.yaml `llm:` < FARM_LLM_* < command-line flags; prices from --price-* when the config has none."""
-    from pydantic import ValidationError
+    """farm.yaml `llm:` < FARM_LLM_* < command-line flags; prices from --price-* when none is configured."""
+    from farm.llm.config import LLMConfig, ModelPrice
 
-    from farm.llm.config import ENV_FIELDS, LLMConfig, ModelPrice
-
-    base: dict[str, object] = cfg.llm.model_dump(exclude_none=True) if cfg and cfg.llm else {}
-    for var, name in ENV_FIELDS.items():
-        value = os.environ.get(var, "").strip()
-        if value:
-            base[name] = value
-    flags = {"model": settings.model, "provider": settings.provider, "base_url": settings.base_url,
-             "api_key_env": settings.api_key_env, "reasoning_effort": settings.reasoning_effort}
-    if settings.provider and not settings.api_key_env and cfg and cfg.llm and cfg.llm.provider != settings.provider:
-        base.pop("api_key_env", None)  # another provider's default key variable applies
-    base.update({k: v for k, v in flags.items() if v is not None})
-    if "pricing" not in base and options and options.price_in is not None and options.price_out is not None:
-        base["pricing"] = ModelPrice(input_per_m=options.price_in, output_per_m=options.price_out,
-                                     cache_read_per_m=options.price_cached).model_dump()
-    if "provider" not in base or "model" not in base:
-        raise FarmError("--policy model: no model configured",
-                        hint="pass --provider and --model, set FARM_LLM_PROVIDER/FARM_LLM_MODEL, the llm: section "
-                             "of farm.yaml, or use --policy scripted")
+    overrides: dict[str, object] = {
+        "model": settings.model, "provider": settings.provider, "base_url": settings.base_url,
+        "api_key_env": settings.api_key_env, "reasoning_effort": settings.reasoning_effort,
+    }
     try:
-        return LLMConfig.model_validate(base)
-    except ValidationError as exc:
-        err = exc.errors(include_input=False, include_url=False)[0]  # never echo input: it may be a key
-        where = ".".join(str(p) for p in err["loc"]) or "llm"
-        raise FarmError(f"llm: {where}: {err['msg']}", hint="check --model/--provider/--base-url") from None
+        llm = LLMConfig.from_env(overrides, base=cfg.llm if cfg else None)
+    except FarmError as exc:
+        if "no model configured" in exc.message:
+            raise FarmError(
+                "--policy model: no model configured",
+                hint="pass --provider and --model, set FARM_LLM_PROVIDER/FARM_LLM_MODEL, the llm: section of "
+                     "farm.yaml, or use --policy scripted",
+            ) from None
+        raise
+    if llm.pricing is None and options and options.price_in is not None and options.price_out is not None:
+        price = ModelPrice(input_per_m=options.price_in, output_per_m=options.price_out,
+                           cache_read_per_m=options.price_cached)
+        llm = llm.model_copy(update={"pricing": price})
+    return llm
 
 
 class HostExecutor:
