@@ -298,3 +298,37 @@ def test_weather_forecast_is_deterministic_per_city(tmp_path: Path) -> None:
     ui.launch("dev.agentfarm.weather")
     assert [n.text for n in nodes(ui) if n.rid == "dev.agentfarm.weather:id/day_temp"] == beijing
     assert any(n.text == "明天" for n in nodes(ui))
+
+
+def test_clock_weekday_repeat(tmp_path: Path) -> None:
+    ui = make_phone(tmp_path).ui
+    ui.launch(CLOCK)
+    tap(ui, desc="添加闹钟")
+    ui.input_text("6:45")
+    tap(ui, rid=f"{CLOCK}:id/repeat_weekdays")
+    tap(ui, text="保存")
+    rows = [n for n in nodes(ui) if n.rid == f"{CLOCK}:id/repeat_days"]
+    assert [r.text for r in rows] == ["工作日", "只响一次", "只响一次"]  # sorted: 06:45, 07:30, 09:00
+
+
+def test_contacts_delete_asks_first(tmp_path: Path) -> None:
+    ui = make_phone(tmp_path).ui
+    ui.launch("com.android.contacts")
+    tap(ui, text="张伟")
+    tap(ui, rid="com.android.contacts:id/menu_delete")
+    assert find(ui, rid="android:id/message").text == "要删除“张伟”吗?"
+    tap(ui, rid="android:id/button1")
+    assert "张伟" not in texts(ui) and "王芳" in texts(ui)
+
+
+def test_files_long_press_then_delete_removes_folder(tmp_path: Path) -> None:
+    phone = make_phone(tmp_path)
+    (phone.host_path("/sdcard/AF-rm") / "inner").mkdir(parents=True)
+    ui = phone.ui
+    ui.launch("com.android.documentsui")
+    left, top, right, bottom = find(ui, text="AF-rm").bounds
+    assert ui.long_press((left + right) / 2, (top + bottom) / 2)
+    tap(ui, rid="com.android.documentsui:id/action_menu_delete")
+    tap(ui, rid="android:id/button1")
+    assert not phone.host_path("/sdcard/AF-rm").exists()
+    assert "AF-rm" not in texts(ui)

@@ -65,6 +65,7 @@ class ClockApp(App):
         super().__init__(ui)
         self.page = "alarms"
         self.editing: str | None = None
+        self.weekdays = False
 
     def alarms(self) -> list[dict[str, Any]]:
         """Saved alarms, sorted by time."""
@@ -90,6 +91,7 @@ class ClockApp(App):
     def new_alarm(self) -> None:
         self.page, self.editing = "edit", None
         self.fields = {"time": "", "label": ""}
+        self.weekdays = False
         self.focus = "time"
 
     def edit_alarm(self, alarm_id: str) -> None:
@@ -98,6 +100,7 @@ class ClockApp(App):
             return
         self.page, self.editing = "edit", alarm_id
         self.fields = {"time": display_time(alarm["time"]), "label": alarm["label"]}
+        self.weekdays = alarm.get("repeat") == "weekdays"
         self.focus = None
 
     def toggle(self, alarm_id: str) -> None:
@@ -114,7 +117,8 @@ class ClockApp(App):
             return
         alarms = [a for a in self.alarms() if a["id"] != self.editing]
         alarm_id = self.editing or uuid.uuid4().hex[:12]
-        alarms.append({"id": alarm_id, "time": time, "label": self.fields.get("label", "").strip(), "enabled": True})
+        alarms.append({"id": alarm_id, "time": time, "label": self.fields.get("label", "").strip(), "enabled": True,
+                       "repeat": "weekdays" if self.weekdays else "once"})
         self._store(alarms)
         self.page, self.editing, self.focus = "alarms", None, None
         self.ui.toast(f"闹钟已设置为 {display_time(time)}")
@@ -159,10 +163,13 @@ class ClockApp(App):
             text_col, switch_col = split_h(bounds, [4, 1])
             left, top, right, bottom = text_col
             mid = top + (bottom - top) * 3 // 5
+            label_b, repeat_b = split_h((left + self.ui.dp(16), mid, right, bottom), [3, 2])
             kids = [
                 label((left + self.ui.dp(16), top, right, mid), display_time(alarm["time"]),
                       rid=self.rid("digital_clock")),
-                label((left + self.ui.dp(16), mid, right, bottom), alarm["label"], rid=self.rid("label")),
+                label(label_b, alarm["label"], rid=self.rid("label")),
+                label(repeat_b, "工作日" if alarm.get("repeat") == "weekdays" else "只响一次",
+                      rid=self.rid("repeat_days")),
             ]
             item = row(text_col, kids, lambda: self.edit_alarm(alarm["id"]), rid=self.rid("alarm_item"))
             toggle = switch(switch_col, "", bool(alarm["enabled"]), lambda: self.toggle(alarm["id"]),
@@ -177,6 +184,8 @@ class ClockApp(App):
         nodes.append(self.edit(frame.take(64), "time", "时间(如 07:30、下午9:20)", rid=self.rid("time")))
         nodes.append(label(frame.take(32), "标签", rid=self.rid("label_title")))
         nodes.append(self.edit(frame.take(64), "label", "标签", rid=self.rid("edit_label")))
+        nodes.append(switch(frame.take(56), "仅工作日(周一至周五)", self.weekdays, self.flip_weekdays,
+                            rid=self.rid("repeat_weekdays")))
         frame.take(16)
         cols = split_h(frame.take(64), [1, 1, 1] if self.editing else [1, 1])
         nodes.append(button(cols[0], "取消", self.back_to_list, rid=self.rid("cancel")))
@@ -184,6 +193,9 @@ class ClockApp(App):
         if self.editing:
             nodes.append(button(cols[1], "删除", self.delete_alarm, rid=self.rid("delete")))
         return nodes
+
+    def flip_weekdays(self) -> None:
+        self.weekdays = not self.weekdays
 
     def back_to_list(self) -> None:
         self.page, self.editing, self.focus = "alarms", None, None

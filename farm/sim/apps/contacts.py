@@ -14,8 +14,10 @@ from farm.sim.apps.base import (
     button,
     image_button,
     label,
+    modal,
     row,
     scroll_list,
+    split_h,
     title_bar,
 )
 
@@ -39,6 +41,7 @@ class ContactsApp(App):
         super().__init__(ui)
         self.page = "list"
         self.shown: str | None = None
+        self.confirm_delete = False
 
     def contacts(self) -> list[dict[str, Any]]:
         """Saved contacts sorted by name."""
@@ -49,6 +52,9 @@ class ContactsApp(App):
                                "detail": ".quickcontact.QuickContactActivity"}.get(self.page, self.activity)
 
     def back(self) -> bool:
+        if self.confirm_delete:
+            self.confirm_delete = False
+            return True
         if self.page != "list":
             self.page, self.focus = "list", None
             return True
@@ -72,6 +78,17 @@ class ContactsApp(App):
     def show(self, contact_id: str) -> None:
         self.page, self.shown = "detail", contact_id
 
+    def ask_delete(self) -> None:
+        self.confirm_delete = True
+
+    def cancel_delete(self) -> None:
+        self.confirm_delete = False
+
+    def delete_contact(self) -> None:
+        self.save("contacts", [c for c in self.contacts() if c["id"] != self.shown])
+        self.page, self.shown, self.confirm_delete = "list", None, False
+        self.ui.toast("已删除联系人")
+
     def view(self, frame: Frame) -> list[Node]:
         if self.page == "edit":
             nodes = title_bar(self, frame, "新建联系人", self.back)
@@ -86,6 +103,16 @@ class ContactsApp(App):
             if contact is not None:
                 nodes.append(label(frame.take(72), contact["name"], rid=self.rid("large_title")))
                 nodes.append(label(frame.take(56), contact["phone"], rid=self.rid("header")))
+                nodes.append(button(frame.take_bottom(64), "删除", self.ask_delete, rid=self.rid("menu_delete")))
+            if contact is not None and self.confirm_delete:
+                box = Frame((self.ui.dp(24), self.ui.dp(320), self.ui.width - self.ui.dp(24), self.ui.dp(500)),
+                            self.density)
+                bounds = box.rest()
+                kids = [label(box.take(64), f"要删除“{contact['name']}”吗?", rid="android:id/message")]
+                cancel, ok = split_h(box.take(64), [1, 1])
+                kids += [button(cancel, "取消", self.cancel_delete, rid="android:id/button2"),
+                         button(ok, "删除", self.delete_contact, rid="android:id/button1")]
+                nodes.append(modal(self, bounds, kids, rid="android:id/parentPanel"))
             return nodes
         nodes = title_bar(self, frame, "通讯录")
         fab_row = frame.take_bottom(88)

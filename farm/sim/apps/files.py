@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import shutil
 from typing import TYPE_CHECKING
 
 from farm.sim.apps.base import (
@@ -45,6 +46,8 @@ class FilesApp(App):
         super().__init__(ui)
         self.cwd = ROOT
         self.dialog = False
+        self.selected: str | None = None
+        self.confirm_delete = False
 
     def entries(self) -> list[tuple[str, bool, int]]:
         """(name, is_dir, size) in the current directory; symlinks are shown as files, never followed."""
@@ -60,6 +63,9 @@ class FilesApp(App):
         if self.dialog:
             self.dialog, self.focus = False, None
             return True
+        if self.confirm_delete or self.selected is not None:
+            self.confirm_delete, self.selected = False, None
+            return True
         if self.cwd != ROOT:
             self.cwd = posixpath.dirname(self.cwd)
             self.scroll.pop("files", None)
@@ -73,8 +79,36 @@ class FilesApp(App):
         self.dialog, self.focus = False, None
 
     def open_dir(self, name: str) -> None:
+        if self.selected is not None:
+            self.selected = name
+            return
         self.cwd = posixpath.join(self.cwd, name)
         self.scroll.pop("files", None)
+
+    def select(self, name: str) -> None:
+        self.selected = name
+
+    def ask_delete(self) -> None:
+        self.confirm_delete = self.selected is not None
+
+    def clear_selection(self) -> None:
+        self.selected, self.confirm_delete = None, False
+
+    def delete_selected(self) -> None:
+        name = self.selected
+        self.clear_selection()
+        if not name:
+            return
+        try:
+            target = self.phone.host_path(posixpath.join(self.cwd, name))
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            else:
+                target.unlink()
+        except (OSError, ValueError):
+            self.ui.toast("无法删除")
+            return
+        self.ui.toast(f"已删除“{name}”")
 
     def ask_folder(self) -> None:
         self.dialog, self.fields, self.focus = True, {"folder": ""}, "folder"
@@ -106,7 +140,13 @@ class FilesApp(App):
         crumbs = label(frame.take(40), self.cwd.replace(ROOT, "内部存储", 1), rid=self.rid("breadcrumb"))
         new_row = frame.take(56)
         nodes.append(crumbs)
-        nodes.append(button(new_row, "新建文件夹", self.ask_folder, rid=self.rid("action_menu_create_dir")))
+        if self.selected is None:
+            nodes.append(button(new_row, "新建文件夹", self.ask_folder, rid=self.rid("action_menu_create_dir")))
+        else:
+            sel_b, del_b, clear_b = split_h(new_row, [2, 1, 1])
+            nodes.append(label(sel_b, f"已选择“{self.selected}”", rid=self.rid("selection_title")))
+            nodes.append(button(del_b, "删除", self.ask_delete, rid=self.rid("action_menu_delete")))
+            nodes.append(button(clear_b, "取消", self.clear_selection, rid=self.rid("action_menu_clear")))
         entries = self.entries()
         if entries:
             nodes.append(scroll_list(self, "files", frame.rest(), [self._item(*e) for e in entries],
@@ -115,6 +155,8 @@ class FilesApp(App):
             nodes.append(label(frame.take(64), "没有任何文件", rid=self.rid("message")))
         if self.dialog:
             nodes.append(self._dialog(frame))
+        if self.confirm_delete and self.selected is not None:
+            nodes.append(self._delete_dialog(frame, self.selected))
         return nodes
 
     def _item(self, name: str, is_dir: bool, size: int) -> ListItem:
@@ -125,9 +167,27 @@ class FilesApp(App):
             kids = [label((left + pad, top, right - pad, mid), name, rid="android:id/title"),
                     label((left + pad, mid, right - pad, bottom), "文件夹" if is_dir else _size(size),
                           rid=self.rid("details"))]
-            return row(bounds, kids, (lambda: self.open_dir(name)) if is_dir else None, rid=self.rid("item_root"))
+            item = row(bounds, kids, (lambda: self.open_dir(name)) if is_dir else (lambda: self.tap_file(name)),
+                       rid=self.rid("item_root"))
+            item.long_clickable, item.on_long_tap = True, lambda: self.select(name)
+            item.selected = self.selected == name
+            return item
 
         return ListItem(72, build)
+
+    def tap_file(self, name: str) -> None:
+        if self.selected is not None:
+            self.selected = name
+
+    def _delete_dialog(self, frame: Frame, name: str) -> Node:
+        w = self.phone.profile.screen.width
+        box = Frame((frame.dp(24), frame.dp(400), w - frame.dp(24), frame.dp(560)), frame.density)
+        bounds = box.rest()
+        kids = [label(box.take(64), f"要删除“{name}”吗?", rid="android:id/message")]
+        cancel, ok = split_h(box.take(64), [1, 1])
+        kids.append(button(cancel, "取消", self.clear_selection, rid="android:id/button2"))
+        kids.append(button(ok, "删除", self.delete_selected, rid="android:id/button1"))
+        return modal(self, bounds, kids, rid="android:id/parentPanel")
 
     def _dialog(self, frame: Frame) -> Node:
         w = self.phone.profile.screen.width
