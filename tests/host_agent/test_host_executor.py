@@ -57,3 +57,18 @@ def test_tasks_without_a_script_are_skipped_with_the_reason(virtual_phone: Any, 
     assert unscripted and all(r.outcome == "skipped" for r in unscripted)
     assert {r.task_id: r.reasons for r in unscripted}["settings-build-number"] == [
         "scripted policy: no script for this task"]
+
+
+def test_farm_run_host_model_without_a_model_exits_2_with_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from farm.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    for var in ("FARM_LLM_PROVIDER", "FARM_LLM_MODEL", "FARM_HOST_POLICY"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "--executor", "host", "--policy", "model", "--runs-dir", str(tmp_path / "runs")])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --policy model: no model configured") and "\n" not in err
