@@ -8,7 +8,15 @@ import httpx
 import pytest
 
 from web_bench.site import data
-from web_bench.site.catalog import SUITE_VERSION, TASK_NAMES, answer_contains, make_instance, validate
+from web_bench.site.catalog import (
+    SUITE_FINGERPRINT,
+    SUITE_VERSION,
+    TASK_NAMES,
+    answer_contains,
+    make_instance,
+    suite_fingerprint,
+    validate,
+)
 from web_bench.site.server import HOST, SiteClient, SiteServer
 from web_bench.site.state import SessionState
 
@@ -31,6 +39,11 @@ def _new(site: SiteServer, task: str, seed: int = 1) -> tuple[SiteClient, str, s
 
 def test_suite_version_is_two() -> None:
     assert SUITE_VERSION == 2
+
+
+def test_suite_meaning_is_pinned_to_its_version() -> None:
+    # Changed a prompt, a generator, a template or a validator? Raise SUITE_VERSION and re-pin.
+    assert suite_fingerprint() == SUITE_FINGERPRINT, "task suite changed: raise SUITE_VERSION, update SUITE_FINGERPRINT"
 
 
 @pytest.mark.parametrize("task", TASK_NAMES)

@@ -7,7 +7,11 @@ seed number into the target product's name (the seed still varies roots, SKUs, p
 
 from __future__ import annotations
 
+import hashlib
+import inspect
+import json
 import re
+from pathlib import Path
 from typing import get_args
 
 from pydantic import BaseModel, ConfigDict
@@ -16,6 +20,9 @@ from web_bench.site import data
 from web_bench.site.state import SessionState, TaskName
 
 SUITE_VERSION = 2
+# SHA-256 over prompts, expected answers, generated data (seeds 1-5), templates and validator source.
+# A test recomputes it: when it changes, raise SUITE_VERSION and record the new value here.
+SUITE_FINGERPRINT = "3e6d6c637a22cd690153cc7026576c8d8232796f162b3ba26676186a2d7d7001"
 TASK_NAMES: tuple[TaskName, ...] = get_args(TaskName)
 # Tasks whose goal is a server-side state change; their stateReachedMs is measured.
 STATEFUL_TASKS: frozenset[str] = frozenset(
@@ -184,3 +191,20 @@ def _state_summary(instance: TaskInstance, state: SessionState) -> str:
     if instance.task == "cart_checkout":
         return f"cart={state.cart}, order={state.order_placed}"
     return f"load actions={state.load_actions}"
+
+
+def suite_fingerprint() -> str:
+    """Hash of everything that defines the suite's meaning (see SUITE_FINGERPRINT)."""
+    digest = hashlib.sha256()
+    for task in TASK_NAMES:
+        for seed in range(1, 6):
+            digest.update(make_instance(task, seed).model_dump_json().encode())
+    for seed in range(1, 6):
+        generated = [data.orders(seed), data.notification_topics(seed), data.contact_details(seed),
+                     data.inventory(seed), data.shop(seed), data.release_notes(seed), data.support_note(seed)]
+        digest.update(json.dumps(generated, default=lambda m: m.model_dump(), sort_keys=True).encode())
+    for template in sorted((Path(__file__).parent / "templates").glob("*.html")):
+        digest.update(template.name.encode() + template.read_bytes())
+    for function in (answer_contains, state_reached, validate):
+        digest.update(inspect.getsource(function).encode())
+    return digest.hexdigest()
