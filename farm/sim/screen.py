@@ -130,7 +130,19 @@ def _draw_icon(draw: ImageDraw.ImageDraw, node: Node, box: tuple[int, int, int, 
 
 
 def render(ui: UiDevice, fmt: Literal["PNG", "JPEG"], quality: int = 80, scale: float = 1.0) -> bytes:
-    """The current screen as image bytes (black when the screen is off)."""
+    """The current screen as image bytes (black when the screen is off); unchanged screens come from a cache."""
+    key = (fmt, int(quality), float(scale), bool(ui.phone.screen_on), ui.hierarchy_xml() if ui.phone.screen_on else "")
+    cached = ui.screen_cache.get(key)
+    if cached is not None:
+        return cached
+    data = _render(ui, fmt, quality, scale)
+    if len(ui.screen_cache) >= 4:
+        ui.screen_cache.pop(next(iter(ui.screen_cache)))
+    ui.screen_cache[key] = data
+    return data
+
+
+def _render(ui: UiDevice, fmt: Literal["PNG", "JPEG"], quality: int, scale: float) -> bytes:
     width, height = round(ui.width * scale), round(ui.height * scale)
     if not ui.phone.screen_on:
         img = Image.new("RGB", (width, height), (0, 0, 0))

@@ -64,6 +64,8 @@ class UiDevice:
         self.launcher = LauncherApp(self)
         self._recents_view = RecentsView(self.launcher)
         self._pending_down: tuple[float, float] | None = None
+        self.screen_cache: dict[tuple[object, ...], bytes] = {}
+        """Recent screenshots keyed by format and screen content (see farm.sim.screen.render)."""
 
     # --- geometry ---------------------------------------------------------------------------------
     @property
