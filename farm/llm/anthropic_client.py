@@ -13,7 +13,7 @@ from farm.errors import FarmError
 from farm.llm.client import ModelClient, ProviderReply
 from farm.llm.config import LLMConfig
 from farm.llm.retry import BadResponse, Failure, classify_sdk_error
-from farm.llm.types import Message, StopKind, ThinkingBlock, ToolCall, ToolSpec
+from farm.llm.types import Message, StopKind, ThinkingBlock, ToolCall, ToolSpec, image_media_type
 from farm.results.record import Tokens
 
 _STOP: dict[str, StopKind] = {
@@ -38,7 +38,7 @@ THINKING_BUDGET: dict[str, int] = {
 
 def _image_block(jpeg: bytes) -> dict[str, Any]:
     data = base64.b64encode(jpeg).decode("ascii")
-    return {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": data}}
+    return {"type": "image", "source": {"type": "base64", "media_type": image_media_type(jpeg), "data": data}}
 
 
 def _tool_input(call: ToolCall) -> dict[str, Any]:

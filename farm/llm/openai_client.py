@@ -12,7 +12,7 @@ import openai
 from farm.llm.client import ModelClient, ProviderReply
 from farm.llm.config import LLMConfig
 from farm.llm.retry import BadResponse, Failure, classify_sdk_error
-from farm.llm.types import Message, StopKind, ToolCall, ToolSpec
+from farm.llm.types import Message, StopKind, ToolCall, ToolSpec, image_media_type
 from farm.results.record import Tokens
 
 _STOP: dict[str, StopKind] = {
@@ -26,7 +26,7 @@ _STOP: dict[str, StopKind] = {
 
 def _image_part(jpeg: bytes) -> dict[str, Any]:
     data = base64.b64encode(jpeg).decode("ascii")
-    return {"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{data}"}}
+    return {"type": "image_url", "image_url": {"url": f"data:{image_media_type(jpeg)};base64,{data}"}}
 
 
 def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:

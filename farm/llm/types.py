@@ -10,6 +10,18 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 from farm.results.record import Tokens
 
 Role = Literal["system", "user", "assistant", "tool"]
+
+
+def image_media_type(data: bytes) -> str:
+    """MIME type of an attached image: JPEG is the contract; PNG and WebP are recognised so a stray one
+    is labelled truthfully instead of being rejected by the API."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return "image/jpeg"
+
+
 StopKind = Literal["end", "tool_calls", "max_tokens", "refusal", "other"]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from farm.llm.types import Message, ModelTurn, ToolCall, ToolSpec
+from farm.llm.types import Message, ModelTurn, ToolCall, ToolSpec, image_media_type
 
 
 def test_tool_message_needs_its_call_id() -> None:
@@ -52,3 +52,15 @@ def test_turn_becomes_the_assistant_message() -> None:
     call = ToolCall(id="c1", name="tap", arguments_json='{"x": 1}')
     msg = ModelTurn(text="tapping", tool_calls=[call]).as_message()
     assert (msg.role, msg.text, msg.tool_calls) == ("assistant", "tapping", [call])
+
+
+@pytest.mark.parametrize(
+    ("data", "media_type"),
+    [
+        (b"\xff\xd8\xff\xe0rest", "image/jpeg"),
+        (b"\x89PNG\r\n\x1a\nrest", "image/png"),
+        (b"RIFF\x00\x00\x00\x00WEBPrest", "image/webp"),
+    ],
+)
+def test_image_media_type_is_detected(data: bytes, media_type: str) -> None:
+    assert image_media_type(data) == media_type
