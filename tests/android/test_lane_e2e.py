@@ -220,3 +220,16 @@ def test_run_deadline_stops_the_phone_and_marks_the_rest_as_infrastructure_error
     assert outcome is not None and outcome.infrastructure_error == "run deadline passed"
     errors = [r for r in result.phones[0].records if r.outcome == "error"]
     assert errors and all(r.reasons[0] == "unfinished: run deadline passed" for r in errors)
+
+
+def test_signed_in_comes_from_the_apps_logged_in_file(virtual_farm, tmp_path: Path) -> None:
+    phone = virtual_farm(1)[0]
+    first = run(_request(tmp_path, run_id="r-login-1", allow_irreversible=True))
+    send = next(r for r in first.phones[0].records if r.task_id == "irrev-send")
+    assert send.outcome == "skipped" and send.reasons == ["not signed in: dev.agentfarm.messenger (未登录)"]
+    logged_in = phone.state.host_path("/sdcard/Android/data/dev.agentfarm.simagent/files/eval/logged-in.txt")
+    logged_in.parent.mkdir(parents=True, exist_ok=True)
+    logged_in.write_text("# signed in by hand\ndev.agentfarm.messenger\n", encoding="utf-8")
+    second = run(_request(tmp_path, run_id="r-login-2", allow_irreversible=True))
+    send = next(r for r in second.phones[0].records if r.task_id == "irrev-send")
+    assert send.outcome != "skipped" and (send.source or "").startswith("scores.jsonl:")
