@@ -233,3 +233,17 @@ def test_signed_in_comes_from_the_apps_logged_in_file(virtual_farm, tmp_path: Pa
     second = run(_request(tmp_path, run_id="r-login-2", allow_irreversible=True))
     send = next(r for r in second.phones[0].records if r.task_id == "irrev-send")
     assert send.outcome != "skipped" and (send.source or "").startswith("scores.jsonl:")
+
+
+def test_unhealthy_phone_is_left_out_with_its_reason_in_the_manifest(virtual_farm, tmp_path: Path) -> None:
+    good = virtual_farm(1)[0]
+    weak = default_profile()
+    weak.battery_level = 5
+    weak.charging = False
+    low = virtual_farm(1, profile=weak)[0]
+    result = run(_request(tmp_path, run_id="r-health"))
+    assert [p.serial for p in result.phones] == [good.serial]
+    phones = {p["serial"]: p for p in json.loads((result.run_dir / "manifest.json").read_text())["phones"]}
+    assert phones[low.serial]["status"] == "left_out"
+    assert phones[low.serial]["reason"] == "battery 5% < 20% and not charging"
+    assert phones[good.serial]["status"] == "used"
