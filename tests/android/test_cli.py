@@ -116,3 +116,16 @@ def test_query_prints_a_table(tmp_path: Path) -> None:
     write_run(tmp_path / "runs", "r", [record("a", run="r"), record("b", run="r", passed=False)])
     proc = farm("query", "select count(*) as n, sum(passed::int) as p from records", cwd=tmp_path)
     assert proc.returncode == 0 and "│ 2 │ 1 │" in proc.stdout
+
+
+def test_report_of_two_runs_writes_a_paired_comparison(tmp_path: Path) -> None:
+    write_run(tmp_path / "runs", "ra", [record(t, run="ra", passed=p) for t, p in (("x", True), ("y", False))])
+    write_run(tmp_path / "runs", "rb", [record(t, run="rb", passed=p) for t, p in (("x", True), ("y", True))])
+    proc = farm("report", "ra", "rb", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    paths = [Path(p) for p in proc.stdout.split()]
+    assert [p.name for p in paths] == ["report.md", "report.html", "junit.xml", "scores.csv"]
+    assert paths[0].parent.parent == Path("runs/rb/reports") and paths[0].parent.name.endswith("-vs-ra")
+    md = (tmp_path / paths[0]).read_text(encoding="utf-8")
+    assert "## Paired comparison: ra (A) vs rb (B)" in md
+    assert "| 2 | 1 | 0 | 1 | 0 | 50.0% | 100.0% |" in md

@@ -247,3 +247,25 @@ def test_unhealthy_phone_is_left_out_with_its_reason_in_the_manifest(virtual_far
     assert phones[low.serial]["status"] == "left_out"
     assert phones[low.serial]["reason"] == "battery 5% < 20% and not charging"
     assert phones[good.serial]["status"] == "used"
+
+
+def test_phones_on_a_second_adb_server_listed_in_farm_yaml_are_used(virtual_farm, tmp_path: Path) -> None:
+    from farm.sim.launcher import free_port, kill_adb_server, start_phones
+
+    local = virtual_farm(1)[0]
+    other_port = free_port()
+    remote_farm = start_phones(1, adb_port=other_port)
+    try:
+        remote = remote_farm.phones[0]
+        config = tmp_path / "farm.yaml"
+        config.write_text(f"adb_servers: [{{host: 127.0.0.1, port: {other_port}}}]\n", encoding="utf-8")
+        result = run(_request(tmp_path, run_id="r-two-servers", config=config))
+    finally:
+        remote_farm.stop()
+        kill_adb_server(other_port)
+    assert {p.serial for p in result.phones} == {local.serial, remote.serial}
+    manifest = json.loads((result.run_dir / "manifest.json").read_text())
+    servers = {p["serial"]: p["adb_server"] for p in manifest["phones"]}
+    assert servers[remote.serial] == f"127.0.0.1:{other_port}"
+    assert servers[local.serial] == f"127.0.0.1:{local.adb_port}"
+    assert all(len([r for r in p.records if r.outcome != "skipped"]) == TUNE - 1 for p in result.phones)
