@@ -62,3 +62,12 @@ def test_missing_view_raises_not_found(virtual_phone: SimPhone) -> None:
         pass
     else:
         raise AssertionError("click on a missing view must raise UiObjectNotFoundError")
+
+
+def test_unlock_wakes_and_swipes_the_keyguard_away(virtual_phone: SimPhone) -> None:
+    d = u2.connect(virtual_phone.serial)
+    d.screen_off()
+    assert d.info["screenOn"] is False and virtual_phone.state.locked
+    d.unlock()
+    assert d.info["screenOn"] is True and not virtual_phone.state.locked
+    assert d(text="Calculator").exists
