@@ -75,6 +75,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+async def _cancel_pending() -> None:
+    """Cancel what still runs on the loop (streams of dropped links) so nothing is left pending."""
+    current = asyncio.current_task()
+    tasks = [t for t in asyncio.all_tasks() if t is not current]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
 class _LoopThread:
     """An asyncio loop in a daemon thread; phones live on it."""
 
@@ -87,6 +96,10 @@ class _LoopThread:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     def close(self) -> None:
+        try:
+            self.call(_cancel_pending(), timeout=5)
+        except Exception:  # noqa: BLE001 - shutting down regardless
+            pass
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(5)
         if not self.loop.is_running():
