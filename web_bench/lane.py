@@ -57,8 +57,10 @@ def default_run_id() -> str:
 @contextmanager
 def open_backends(
     names: list[BackendName], site: SiteServer, *, chromium: str | None = None, serial: str | None = None,
+    virtual_phone: bool = False,
 ) -> Iterator[dict[BackendName, BrowserBackend]]:
-    """Backends by name, closed on exit (android-chrome needs a phone on the adb server)."""
+    """Backends by name, closed on exit. android-chrome needs a phone on the adb server, or
+    `virtual_phone` (a virtual phone whose Chrome socket reaches a local Chromium)."""
     with ExitStack() as stack:
         backends: dict[BackendName, BrowserBackend] = {}
         for name in names:
@@ -69,7 +71,13 @@ def open_backends(
             else:
                 from web_bench.browser.android_chrome import AndroidChromeBackend
 
-                backend = AndroidChromeBackend(site.port, serial)
+                if virtual_phone:
+                    from web_bench.virtual_phone import VirtualChromePhone
+
+                    phone = stack.enter_context(VirtualChromePhone(chromium))
+                    backend = AndroidChromeBackend(site.port, phone.serial, adb_port=phone.adb_port)
+                else:
+                    backend = AndroidChromeBackend(site.port, serial)
             stack.callback(backend.close)
             backends[name] = backend
         yield backends
@@ -114,7 +122,7 @@ def _relative(path: Path, base: Path) -> str:
 def run_lane(
     runs: list[PlannedRun], *, run_id: str, runs_dir: Path, output: Path | None, policy_kind: PolicyName,
     choice: ModelChoice, timeout_ms: int, chromium: str | None = None, serial: str | None = None,
-    on_run: Callable[[WebRun], None] = lambda _: None, policy: Policy | None = None,
+    virtual_phone: bool = False, on_run: Callable[[WebRun], None] = lambda _: None, policy: Policy | None = None,
 ) -> tuple[Path, Path]:
     """Run the matrix; returns (results JSONL, report Markdown). Refuses an existing output."""
     if timeout_ms <= 0:
@@ -127,12 +135,15 @@ def run_lane(
     backend_names = list(dict.fromkeys(r.backend for r in runs))
     with ExitStack() as stack:
         site = stack.enter_context(SiteServer())
-        backends = stack.enter_context(open_backends(backend_names, site, chromium=chromium, serial=serial))
+        backends = stack.enter_context(
+            open_backends(backend_names, site, chromium=chromium, serial=serial, virtual_phone=virtual_phone)
+        )
         active_policy = policy or make_policy(policy_kind, choice, stack)
         run_dir, created = _join_manifest(
             runs_dir, run_id, [],
             {"suiteVersion": SUITE_VERSION, "policy": policy_kind, "backends": list(backend_names),
-             "timeoutMs": timeout_ms, "runs": len(runs), "model": choice.model, "provider": choice.provider},
+             "timeoutMs": timeout_ms, "runs": len(runs), "model": choice.model, "provider": choice.provider,
+             "virtualPhone": virtual_phone},
         )
         results.parent.mkdir(parents=True, exist_ok=True)
         create_new_text(results, "", what="results file")
@@ -144,7 +155,8 @@ def run_lane(
         }
         ctx = RunContext(run_id=run_id, site_url=site.base_url, policy=active_policy, policy_name=policy_kind,
                          timeout_ms=timeout_ms, provider=choice.provider, model=choice.model,
-                         reasoning_effort=choice.reasoning_effort, devices=devices)
+                         reasoning_effort=choice.reasoning_effort, devices=devices,
+                         simulated={"android-chrome"} if virtual_phone else set())
 
         lines = 0
 

@@ -28,7 +28,10 @@ class ProbeResult(BaseModel):
     """Wall time of the probe."""
 
 
-def probe(backends: list[BackendName], *, chromium: str | None = None, serial: str | None = None) -> list[ProbeResult]:
+def probe(
+    backends: list[BackendName], *, chromium: str | None = None, serial: str | None = None,
+    virtual_phone: bool = False,
+) -> list[ProbeResult]:
     """Probe every backend against a fresh in-process site."""
     from web_bench.lane import open_backends
 
@@ -38,7 +41,8 @@ def probe(backends: list[BackendName], *, chromium: str | None = None, serial: s
         for name in backends:
             started = time.monotonic()
             try:
-                with open_backends([name], site, chromium=chromium, serial=serial) as opened:
+                with open_backends([name], site, chromium=chromium, serial=serial,
+                                   virtual_phone=virtual_phone) as opened:
                     detail = _probe_one(opened[name], client, site.base_url)
                 ok = True
             except Exception as exc:  # noqa: BLE001 - a probe reports every failure as a line

@@ -26,7 +26,7 @@ def to_record(run: WebRun, source: str | None = None) -> Record:
         tokens=Tokens(input_new=run.tokens.new_input, cache_read=run.tokens.cache_read,
                       cache_write=run.tokens.cache_write, output=run.tokens.output),
         cost_usd=run.cost_usd, attempt=run.trial,
-        execution="live" if run.policy == "model" else "controlled",
+        execution="simulated" if run.simulated_device else ("live" if run.policy == "model" else "controlled"),
         started_at=run.started_at, ended_at=run.ended_at, source=source,
         extra={
             "seed": run.seed, "trial": run.trial, "pairId": run.pair_id, "orderInPair": run.order_in_pair,

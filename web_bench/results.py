@@ -112,6 +112,8 @@ class WebRun(_Camel):
     """The backend that ran first in this pair."""
     device: str | None = None
     """Phone serial for android-chrome."""
+    simulated_device: bool = False
+    """The phone was a virtual phone (its Chrome a local Chromium): not a real-device result."""
     policy: PolicyName
     """Who chose the tool calls."""
     provider: str | None = None

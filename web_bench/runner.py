@@ -58,7 +58,7 @@ class RunContext:
     def __init__(
         self, *, run_id: str, site_url: str, policy: Policy, policy_name: PolicyName, timeout_ms: int,
         provider: str | None = None, model: str | None = None, reasoning_effort: str | None = None,
-        devices: Mapping[str, str] | None = None,
+        devices: Mapping[str, str] | None = None, simulated: set[str] | None = None,
     ) -> None:
         self.run_id = run_id
         self.site_url = site_url.rstrip("/")
@@ -69,6 +69,7 @@ class RunContext:
         self.model = model
         self.reasoning_effort = reasoning_effort
         self.devices = dict(devices or {})
+        self.simulated = set(simulated or ())
 
 
 def _one_line(exc: BaseException) -> str:
@@ -131,7 +132,8 @@ def run_one(planned: PlannedRun, backend: BrowserBackend, ctx: RunContext) -> We
     return WebRun(
         benchmark_suite_version=SUITE_VERSION, run_id=ctx.run_id, task=planned.task, seed=planned.seed,
         trial=planned.trial, pair_id=planned.pair_id, backend=planned.backend, order_in_pair=planned.order_in_pair,
-        first_backend=planned.first_backend, device=ctx.devices.get(planned.backend), policy=ctx.policy_name,
+        first_backend=planned.first_backend, device=ctx.devices.get(planned.backend),
+        simulated_device=planned.backend in ctx.simulated, policy=ctx.policy_name,
         provider=ctx.provider, model=ctx.model, reasoning_effort=ctx.reasoning_effort, success=success,
         status=result.status, error=result.error, infrastructure_error=infra, answer=result.answer,
         validation=validation, timeout_ms=ctx.timeout_ms,

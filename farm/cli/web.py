@@ -52,6 +52,9 @@ def run(
     run_id: str | None = typer.Option(None, "--run-id", help="Run id (joins runs/<id>/ when it exists)."),
     runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", help="Where run directories live."),
     serial: str | None = typer.Option(None, "--serial", help="Phone for android-chrome (default: the only one)."),
+    virtual_phone: bool = typer.Option(
+        False, "--virtual-phone", help="android-chrome on a virtual phone backed by a local Chromium (simulated)."
+    ),
     chromium: str | None = typer.Option(None, "--chromium", help="Chromium executable (default /usr/bin/chromium)."),
 ) -> None:
     """Run tasks × seeds × trials on every backend, pair by pair; append one JSON line per run."""
@@ -81,7 +84,7 @@ def run(
     results, report = run_lane(
         matrix, run_id=rid, runs_dir=runs_dir, output=output, policy_kind="model" if policy == "model" else "scripted",
         choice=ModelChoice(provider=provider, model=model, reasoning_effort=reasoning_effort),
-        timeout_ms=timeout_ms, chromium=chromium, serial=serial, on_run=show,
+        timeout_ms=timeout_ms, chromium=chromium, serial=serial, virtual_phone=virtual_phone, on_run=show,
     )
     console.print(f"results: {results}\nreport:  {report}")
 
@@ -112,6 +115,7 @@ def report(
 def probe(
     backends: str = typer.Option("playwright,android-chrome", "--backends", help="Backends to probe."),
     serial: str | None = typer.Option(None, "--serial", help="Phone for android-chrome."),
+    virtual_phone: bool = typer.Option(False, "--virtual-phone", help="android-chrome on a virtual phone."),
     chromium: str | None = typer.Option(None, "--chromium", help="Chromium executable."),
 ) -> None:
     """No model: each backend navigates, snapshots and clicks on the task site."""
@@ -119,7 +123,7 @@ def probe(
     from web_bench.matrix import parse_backends
     from web_bench.probe import probe as run_probe
 
-    results = run_probe(parse_backends(backends), chromium=chromium, serial=serial)
+    results = run_probe(parse_backends(backends), chromium=chromium, serial=serial, virtual_phone=virtual_phone)
     for r in results:
         mark = "[green]OK[/]" if r.ok else "[red]FAIL[/]"
         console.print(f"{r.backend:<15} {mark} {r.elapsed_ms:>8.0f} ms  {escape(r.detail)}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -59,13 +60,16 @@ class DebuggableChromium:
 
     def start(self) -> DebuggableChromium:
         """Launch and wait until the DevTools HTTP endpoint answers."""
-        self._profile = tempfile.TemporaryDirectory(prefix="farm-chromium-")
+        self._profile = tempfile.TemporaryDirectory(prefix="farm-chromium-", ignore_cleanup_errors=True)
         self.port = _free_port()
         argv = [
             self.executable, *CHROMIUM_ARGS, "--headless=new", f"--remote-debugging-port={self.port}",
             "--remote-debugging-address=127.0.0.1", f"--user-data-dir={self._profile.name}", "about:blank",
         ]
-        self._proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # Own process group, so stopping also ends Chromium's helper processes (and only those).
+        self._proc = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
@@ -82,16 +86,23 @@ class DebuggableChromium:
     def stop(self) -> None:
         """Terminate the browser and remove its profile."""
         if self._proc is not None:
-            self._proc.terminate()
+            self._signal_group(signal.SIGTERM)
             try:
                 self._proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                self._proc.kill()
+                self._signal_group(signal.SIGKILL)
                 self._proc.wait(timeout=10)
             self._proc = None
         if self._profile is not None:
             self._profile.cleanup()
             self._profile = None
+
+    def _signal_group(self, sig: signal.Signals) -> None:
+        assert self._proc is not None
+        try:
+            os.killpg(self._proc.pid, sig)
+        except ProcessLookupError:
+            pass
 
     def __enter__(self) -> DebuggableChromium:
         return self.start()
