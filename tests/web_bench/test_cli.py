@@ -92,3 +92,14 @@ def test_probe_playwright(tmp_path: Path) -> None:
     result = farm("web", "probe", "--backends", "playwright", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "OK" in result.stdout
+
+
+def test_virtual_phone_pair_is_marked_simulated(tmp_path: Path) -> None:
+    result = farm("web", "run", "--smoke", "--tasks", "inventory_filter", "--policy", "scripted", "--virtual-phone",
+                  "--run-id", "vp", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    runs = {r.backend: r for r in read_runs(tmp_path / "runs" / "vp" / "web" / "results.jsonl")}
+    assert set(runs) == {"playwright", "android-chrome"} and all(r.success for r in runs.values())
+    assert runs["android-chrome"].simulated_device and not runs["playwright"].simulated_device
+    records = {r.device: r for r in read_records(tmp_path / "runs" / "vp" / "web" / "records.jsonl")}
+    assert records["android-chrome"].execution == "simulated"
