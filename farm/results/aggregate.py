@@ -191,7 +191,7 @@ def aggregate(
 ) -> Aggregation:
     """Compute everything a report shows for one run (or a paired comparison of two)."""
     run_dirs = list(run_dirs)
-    con = duck.connect(run_dirs)
+    con = duck.connect(run_dirs, report_columns_only=True)
     duck.materialise(con, run_dirs)
     labels = device_labels(con)
     con.execute("CREATE TEMP TABLE labels (serial VARCHAR, label VARCHAR)")
@@ -307,11 +307,16 @@ def aggregate(
 def _scrub_serials(con: duckdb.DuckDBPyConnection, labels: dict[str, str]) -> None:
     """Reports never show serials: replace any serial quoted in a reason by its device label."""
     expr = "x"
+    hits = []
     for serial, label in sorted(labels.items(), key=lambda kv: -len(kv[0])):
         if serial:
             expr = f"replace({expr}, {duck.sql_str(serial)}, {duck.sql_str(label)})"
-    if expr != "x":
-        con.execute(f"UPDATE shown SET reasons = list_transform(reasons, lambda x: {expr}) WHERE len(reasons) > 0")
+            hits.append(f"contains(array_to_string(reasons, chr(10)), {duck.sql_str(serial)})")
+    if hits:
+        con.execute(
+            f"UPDATE shown SET reasons = list_transform(reasons, lambda x: {expr})"
+            f" WHERE len(reasons) > 0 AND ({' OR '.join(hits)})"
+        )
 
 
 def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> int:

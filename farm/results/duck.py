@@ -48,6 +48,10 @@ RECORD_COLUMNS: dict[str, str] = {
 }
 
 
+# What reports need; `checks` and `extra` stay in the files (and in the `records` view for queries).
+REPORT_COLUMNS = tuple(c for c in RECORD_COLUMNS if c not in ("checks", "extra", "source", "schema_version"))
+
+
 def sql_str(text: str) -> str:
     """A SQL string literal."""
     return "'" + text.replace("'", "''") + "'"
@@ -62,13 +66,17 @@ def run_dirs_under(runs_dir: Path) -> list[Path]:
     )
 
 
-def connect(run_dirs: Sequence[Path]) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB with `records`, `runs` and `devices` views over the given runs."""
+def connect(run_dirs: Sequence[Path], *, report_columns_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with `records`, `runs` and `devices` views over the given runs.
+
+    `report_columns_only` reads only what reports need (JSON parsing is the cost that dominates).
+    """
     import duckdb
 
     con = duckdb.connect(":memory:")
     files = [str(d / RECORDS_FILE) for d in run_dirs if (d / RECORDS_FILE).is_file()]
-    columns = "{" + ", ".join(f"{sql_str(k)}: {sql_str(v)}" for k, v in RECORD_COLUMNS.items()) + "}"
+    wanted = {k: v for k, v in RECORD_COLUMNS.items() if not report_columns_only or k in REPORT_COLUMNS}
+    columns = "{" + ", ".join(f"{sql_str(k)}: {sql_str(v)}" for k, v in wanted.items()) + "}"
     if files:
         listing = "[" + ", ".join(sql_str(f) for f in files) + "]"
         con.execute(
@@ -76,7 +84,7 @@ def connect(run_dirs: Sequence[Path]) -> duckdb.DuckDBPyConnection:
             f"columns={columns}, maximum_object_size=67108864)"
         )
     else:
-        cols = ", ".join(f"CAST(NULL AS {v}) AS {k}" for k, v in RECORD_COLUMNS.items())
+        cols = ", ".join(f"CAST(NULL AS {v}) AS {k}" for k, v in wanted.items())
         con.execute(f"CREATE VIEW records AS SELECT {cols} WHERE false")
     runs_rows: list[tuple[str, str | None, str | None, str | None, str]] = []
     device_rows: list[tuple[str, str, str | None, str | None, str | None, str, str | None]] = []
@@ -115,10 +123,6 @@ def connect(run_dirs: Sequence[Path]) -> duckdb.DuckDBPyConnection:
     if device_rows:
         con.executemany("INSERT INTO devices VALUES (?, ?, ?, ?, ?, ?, ?)", device_rows)
     return con
-
-
-# What reports need; `checks` and `extra` stay in the files (and in the `records` view for queries).
-REPORT_COLUMNS = tuple(c for c in RECORD_COLUMNS if c not in ("checks", "extra", "source", "schema_version"))
 
 
 def materialise(con: duckdb.DuckDBPyConnection, run_dirs: Sequence[Path], table: str = "rec") -> None:
