@@ -28,8 +28,8 @@ A_STLS = 0x534C5453
 A_VERSION = 0x01000001
 MAX_PAYLOAD = 1024 * 1024
 AUTH_TOKEN = 1
-FEATURES = ("shell_v2", "cmd")
-"""Only what this adbd implements: no stat_v2/ls_v2 (sync v1 only), no delayed_ack."""
+FEATURES = ("shell_v2", "cmd", "stat_v2", "ls_v2")
+"""Only what this adbd implements (sync STA2/LST2/LIS2 included; no SND2/RCV2, no delayed_ack)."""
 
 _HEADER = struct.Struct("<6I")
 

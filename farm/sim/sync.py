@@ -13,6 +13,9 @@ CHUNK = 64 * 1024
 _REQ = struct.Struct("<4sI")
 _STAT = struct.Struct("<4sIII")
 _DENT = struct.Struct("<4sIIII")
+_STAT2 = struct.Struct("<4sIQQIIIIQqqq")
+_DENT2 = struct.Struct("<4sIQQIIIIQqqqI")
+_ENOENT = 2
 _MAX_PATH = 1024
 
 
@@ -24,14 +27,18 @@ async def serve_sync(phone: PhoneState, stream: Stream) -> None:
         ident, length = _REQ.unpack(header)
         if ident == b"QUIT":
             return
-        if ident not in (b"STAT", b"LIST", b"RECV", b"SEND") or length > _MAX_PATH:
+        if ident not in (b"STAT", b"STA2", b"LST2", b"LIST", b"LIS2", b"RECV", b"SEND") or length > _MAX_PATH:
             await _fail(stream, f"unknown sync request {ident!r}")
             return
         path = (await stream.read_exactly(length)).decode("utf-8", "surrogateescape")
         if ident == b"STAT":
             await stream.write(_stat_reply(phone, path))
+        elif ident in (b"STA2", b"LST2"):
+            await stream.write(_stat2_reply(phone, path, follow=ident == b"STA2"))
         elif ident == b"LIST":
             await _list(phone, stream, path)
+        elif ident == b"LIS2":
+            await _list2(phone, stream, path)
         elif ident == b"RECV":
             if not await _recv(phone, stream, path):
                 return
@@ -53,6 +60,40 @@ def _stat_reply(phone: PhoneState, path: str) -> bytes:
     except (OSError, PathEscapeError):
         return _STAT.pack(b"STAT", 0, 0, 0)
     return _STAT.pack(b"STAT", st.st_mode & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF, int(st.st_mtime))
+
+
+def _v2_fields(st: os.stat_result) -> tuple[int, int, int, int, int, int, int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_mode & 0xFFFFFFFF, st.st_nlink, 0, 1015, st.st_size,
+            int(st.st_atime), int(st.st_mtime), int(st.st_ctime))
+
+
+def _stat2_reply(phone: PhoneState, path: str, follow: bool) -> bytes:
+    """STA2 (stat) / LST2 (lstat): the 72-byte sync_stat_v2, errno set when missing."""
+    try:
+        host = _host(phone, path)
+        st = os.stat(host) if follow else os.lstat(host)
+    except (OSError, PathEscapeError) as exc:
+        errno = exc.errno if isinstance(exc, OSError) and exc.errno else _ENOENT
+        return _STAT2.pack(b"STA2", errno, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    return _STAT2.pack(b"STA2", 0, *_v2_fields(st))
+
+
+async def _list2(phone: PhoneState, stream: Stream, path: str) -> None:
+    """LIS2: DNT2 entries (stat_v2 + name), then a zeroed DONE of the same size."""
+    try:
+        host = _host(phone, path)
+        entries = [(".", os.stat(host)), ("..", os.stat(host))]
+        for entry in os.scandir(host):
+            try:
+                entries.append((entry.name, entry.stat(follow_symlinks=False)))
+            except OSError:
+                continue
+    except (OSError, PathEscapeError):
+        entries = []
+    for name, st in entries:
+        raw = name.encode("utf-8", "surrogateescape")
+        await stream.write(_DENT2.pack(b"DNT2", 0, *_v2_fields(st), len(raw)) + raw)
+    await stream.write(_DENT2.pack(b"DONE", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
 
 
 async def _list(phone: PhoneState, stream: Stream, path: str) -> None:

@@ -96,7 +96,7 @@ def test_adbutils_sync_stat_and_list(virtual_phone: SimPhone) -> None:
 def test_pull_of_missing_file_fails_with_message(virtual_phone: SimPhone, tmp_path: Path) -> None:
     done = adb(virtual_phone, "pull", "/sdcard/nope.txt", str(tmp_path))
     assert done.returncode != 0
-    assert "does not exist" in done.stdout + done.stderr
+    assert "No such file or directory" in done.stdout + done.stderr  # STA2 carries the errno
     with pytest.raises(adbutils.AdbError, match="No such file or directory"):
         device(virtual_phone).sync.read_bytes("/sdcard/nope.txt")
 
