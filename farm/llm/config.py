@@ -33,6 +33,7 @@ ENV_FIELDS: dict[str, str] = {
     "FARM_LLM_MAX_RETRIES": "max_retries",
     "FARM_LLM_MAX_OUTPUT_TOKENS": "max_output_tokens",
     "FARM_LLM_OPENAI_MAX_TOKENS_PARAM": "openai_max_tokens_param",
+    "FARM_LLM_TEMPERATURE": "temperature",
 }
 
 
