@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from farm.errors import FarmError
 from farm.llm.client import make_client
 from farm.llm.config import LLMConfig
 from farm.llm.stub import ModelStub, StubReply, StubUsage
@@ -138,3 +139,45 @@ def test_model_error_ends_the_turn_as_error(make_backend: BackendFactory, site: 
         (run,) = _run(make_backend, site, _model_policy(stub), "model", ["playwright"], ["order_lookup"])
     assert not run.success
     assert run.status == "error" and run.error is not None and "500" in run.error
+
+
+def test_run_past_its_time_limit_fails_as_timeout(make_backend: BackendFactory, site: SiteServer) -> None:
+    backend = make_backend("playwright")
+    ctx = RunContext(run_id="t", site_url=site.base_url, policy=ScriptedPolicy(), policy_name="scripted",
+                     timeout_ms=1)
+    (run,) = run_matrix(plan(["cart_checkout"], [1], 1, ["playwright"]), {"playwright": backend}, ctx,
+                        lambda _: None)
+    assert (run.success, run.status) == (False, "timeout")
+
+
+def test_model_that_never_answers_fails_at_the_step_limit(make_backend: BackendFactory, site: SiteServer) -> None:
+    with ModelStub(default=StubReply(tool_calls=[("browser_snapshot", {})])) as stub:
+        policy = _model_policy(stub)
+        policy.max_steps = 3
+        (run,) = _run(make_backend, site, policy, "model", ["playwright"], ["lazy_load"])
+    assert (run.success, run.status, run.diagnostics.model_calls) == (False, "max_steps", 3)
+
+
+class _BrokenBackend:
+    name = "android-chrome"
+
+    def new_session(self) -> Any:
+        raise FarmError("127.0.0.1:5555: cannot connect to Chrome over CDP: refused")
+
+    def close(self) -> None:
+        pass
+
+
+def test_infrastructure_failure_is_recorded_and_the_matrix_goes_on(
+    make_backend: BackendFactory, site: SiteServer
+) -> None:
+    ctx = RunContext(run_id="t", site_url=site.base_url, policy=ScriptedPolicy(), policy_name="scripted",
+                     timeout_ms=60000)
+    backends = {"playwright": make_backend("playwright"), "android-chrome": _BrokenBackend()}
+    runs = run_matrix(plan(["order_lookup"], [1], 1, ["playwright", "android-chrome"]), backends, ctx,  # type: ignore[arg-type]
+                      lambda _: None)
+    by_backend = {r.backend: r for r in runs}
+    broken = by_backend["android-chrome"]
+    assert broken.infrastructure_error and not broken.success and broken.status == "error"
+    assert broken.error is not None and "cannot connect" in broken.error
+    assert by_backend["playwright"].success
