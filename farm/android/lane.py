@@ -216,6 +216,22 @@ class _Lane:
             })],
         )
         run_dir = mf.create_run_dir(self.runs_dir, manifest)
+        try:
+            return self._execute(run_dir, run_id, phones, tasks, catalogue)
+        except BaseException as exc:
+            failed = mf.load(run_dir)
+            if failed.status == "running":
+                failed.status = "failed"
+                failed.finished_at = mf.utc_now()
+                failed.notes.append(exc.line() if isinstance(exc, FarmError) else f"stopped: {type(exc).__name__}")
+                mf.save(run_dir, failed)
+            raise
+
+    def _execute(
+        self, run_dir: Path, run_id: str, phones: list[devices.FoundPhone], tasks: list[LoadedTask],
+        catalogue: dict[str, ProbeSpec],
+    ) -> RunResult:
+        manifest = mf.load(run_dir)
         with ThreadPoolExecutor(max_workers=max(1, len(phones))) as pool:
             gated = list(pool.map(lambda p: health.check(p, self.cfg.health, self._gate_profile()), phones))
         labels = _labels(gated)
@@ -306,6 +322,12 @@ class _Lane:
             outcome = ExecutorOutcome(
                 unfinished=[t.id for t in prepared.tasks], infrastructure_error=f"adb error: {exc}"
             )
+        except Exception as exc:  # noqa: BLE001 - one phone's failure must not lose the other phones' results
+            text = exc.line() if isinstance(exc, FarmError) else f"{type(exc).__name__}: {exc}"
+            if not prepared.tasks and not prepared.skipped:
+                # Failed before resolution: every selected task is an infrastructure error on this phone.
+                prepared.tasks = [ResolvedTask(t.task, t.directory, t.sha256) for t in tasks]
+            outcome = ExecutorOutcome(unfinished=[t.id for t in prepared.tasks], infrastructure_error=text)
         records, problems = phone_records(ctx, prepared, outcome, raw, execution)
         with self.lock:
             append_records(run_dir / RECORDS_FILE, records)

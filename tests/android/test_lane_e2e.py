@@ -269,3 +269,26 @@ def test_phones_on_a_second_adb_server_listed_in_farm_yaml_are_used(virtual_farm
     assert servers[remote.serial] == f"127.0.0.1:{other_port}"
     assert servers[local.serial] == f"127.0.0.1:{local.adb_port}"
     assert all(len([r for r in p.records if r.outcome != "skipped"]) == TUNE - 1 for p in result.phones)
+
+
+def test_an_unexpected_failure_on_one_phone_keeps_the_other_phones_results(
+    virtual_farm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import farm.android.lane as lane
+
+    ok, broken = virtual_farm(2)
+    real = lane.installed_packages
+
+    def flaky(device):  # type: ignore[no-untyped-def]
+        if device.serial == broken.serial:
+            raise RuntimeError("package manager answered nonsense")
+        return real(device)
+
+    monkeypatch.setattr(lane, "installed_packages", flaky)
+    result = run(_request(tmp_path, run_id="r-broken"))
+    by_serial = {p.serial: p for p in result.phones}
+    assert not [r for r in by_serial[ok.serial].records if r.outcome == "error"]
+    bad = by_serial[broken.serial].records
+    assert len(bad) == TUNE and all(r.outcome == "error" for r in bad)
+    assert bad[0].reasons == ["unfinished: RuntimeError: package manager answered nonsense"]
+    assert json.loads((result.run_dir / "manifest.json").read_text())["status"] == "finished"
