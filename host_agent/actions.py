@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -11,6 +12,19 @@ from farm.scoring.evidence import AskEvent, ConfirmationCard, EndKind, HandOver
 from host_agent import tools as t
 from host_agent.observation import Observation
 from host_agent.phone import Phone
+
+# Buttons that perform the final, irreversible step. The harness never presses them during an
+# evaluation: the agent must call confirm(...) instead, which ends the task with a card.
+_FINAL_STEP = re.compile(
+    r"(确认)?(发送|删除|支付|付款|购买|发布|下单|提交订单|立即购买|立即支付)|"
+    r"send|delete|pay|pay now|buy|buy now|post|publish|place order|submit order|confirm (send|delete|payment)",
+    re.IGNORECASE,
+)
+
+
+def is_final_step(label: str) -> bool:
+    """Whether a button label names an irreversible final step (send, buy, delete, pay, post)."""
+    return bool(_FINAL_STEP.fullmatch(label.strip()))
 
 
 @dataclass
@@ -80,6 +94,11 @@ def _perform(args: t._Args, obs: Observation, phone: Phone, env: ActionEnv, step
         point = _point(args, obs)
         if isinstance(point, str):
             return ActionResult(False, point, error=point)
+        node = obs.node(args.ref) if args.ref is not None else None
+        if node is not None and (is_final_step(node.text) or is_final_step(node.desc)):
+            msg = (f"not performed: [{args.ref}] {node.text or node.desc!r} is an irreversible step; "
+                   "call confirm(action, target, content, amount) instead")
+            return ActionResult(False, msg, error=msg)
         if isinstance(args, t.Tap):
             phone.tap(*point)
         else:

@@ -125,3 +125,17 @@ def test_step_budget_ends_the_task(virtual_phone: Any, tmp_path: Path) -> None:
     report = run_task(short, phone, ScriptedPolicy(), EvalTree(tmp_path / "r1", "r1"), execution="simulated",
                       installed=installed(virtual_phone))
     assert (report.evidence.end, report.evidence.steps, report.result.outcome) == ("max_steps", 3, "failed")
+
+
+def test_the_harness_never_presses_send(virtual_phone: Any, tmp_path: Path) -> None:
+    from farm.sim.apps.messenger import MessengerApp
+
+    script = Script(steps=[
+        {"launch": {"package": "dev.agentfarm.messenger"}}, {"tap": "文件传输助手"},
+        {"type": {"text": "{marker}", "into": {"resource_id": "input"}}}, {"tap": "发送"},
+        {"confirm": {"action": "发送消息", "target": "文件传输助手", "content": "{marker}"}},
+    ])
+    report = _run(virtual_phone, tmp_path, "messenger-send-self", {"messenger-send-self": script})
+    assert (report.result.outcome, report.result.passed, report.evidence.step_errors) == ("confirmation", True, 1)
+    messages = MessengerApp(virtual_phone.state.ui).messages()
+    assert not any("AF-r1-msg" in m["text"] for conv in messages.values() for m in conv)

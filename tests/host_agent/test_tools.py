@@ -42,3 +42,19 @@ def test_bad_calls_raise_errors_the_agent_can_act_on(name: str, args: str, messa
 
 def test_terminal_tools() -> None:
     assert t.TERMINAL == {"answer", "give_up", "hand_over", "confirm"}
+
+
+@pytest.mark.parametrize(
+    "label", ["发送", "确认发送", "提交订单", "立即购买", "删除", "Send", "Buy now", "Place order"]
+)
+def test_final_step_labels_are_recognised(label: str) -> None:
+    from host_agent.actions import is_final_step
+
+    assert is_final_step(label)
+
+
+@pytest.mark.parametrize("label", ["保存", "新建笔记", "加入购物车", "发送前请确认", "Settings", "取消", "Sender"])
+def test_ordinary_labels_are_not_final_steps(label: str) -> None:
+    from host_agent.actions import is_final_step
+
+    assert not is_final_step(label)
