@@ -145,6 +145,9 @@ class AnthropicModelClient(ModelClient):
         }
         if system is not None:
             kwargs["system"] = system
+        if cfg.anthropic_prompt_cache:
+            # Agent conversations grow by appending, so caching up to the last block pays off each turn.
+            kwargs["cache_control"] = {"type": "ephemeral"}
         if tools:
             kwargs["tools"] = to_anthropic_tools(tools)
         budget = THINKING_BUDGET.get(cfg.reasoning_effort or "none")

@@ -82,6 +82,8 @@ class LLMConfig(BaseModel):
     """`max_tokens` of each request (Anthropic requires it; thinking budget is added on top)."""
     openai_max_tokens_param: MaxTokensParam = "max_completion_tokens"
     """How an OpenAI-compatible endpoint names the output limit (older servers only know `max_tokens`)."""
+    anthropic_prompt_cache: bool = False
+    """Anthropic: send top-level `cache_control` (ephemeral) so the conversation prefix is cached."""
     temperature: float | None = None
     """Sampling temperature; null = provider default (not sent)."""
     pricing: ModelPrice | None = None

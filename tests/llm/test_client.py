@@ -304,3 +304,12 @@ def test_a_non_model_response_is_a_bad_response_error(
         client_for(provider).complete(convo())
     assert err.value.kind == "bad_response"
     assert err.value.attempts == 1
+
+
+def test_anthropic_prompt_cache_is_requested_only_when_configured(stub: ModelStub, client_for: MakeClient) -> None:
+    stub.script([StubReply(text="a"), StubReply(text="b")])
+    client_for("anthropic", anthropic_prompt_cache=True).complete(convo())
+    client_for("anthropic").complete(convo())
+    first, second = (r.body for r in stub.requests)
+    assert first["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in second
