@@ -117,42 +117,67 @@ def _clean(value: str) -> str:
     return _quote(html.unescape(value) if "&" in value else value)
 
 
+def _flags(clickable: str, long_click: str, scrollable: str, editable: bool, checkable: str, checked: str,
+           selected: str, focused: str, enabled: str, password: str) -> str:
+    return (
+        (" click" if clickable == "true" else "")
+        + (" long" if long_click == "true" else "")
+        + (" scroll" if scrollable == "true" else "")
+        + (" edit" if editable else "")
+        + ((" checked" if checked == "true" else " unchecked") if checkable == "true" else "")
+        + (" selected" if selected == "true" else "")
+        + (" focused" if focused == "true" else "")
+        + (" disabled" if enabled == "false" else "")
+        + (" password" if password == "true" else "")
+    )
+
+
+# Classes, ids and flag combinations repeat across a screen and across reads: render each once.
+_SHORT_CLASS: dict[str, str] = {}
+_SHORT_ID: dict[str, str] = {}
+_FLAGS: dict[tuple[str, ...], str] = {}
+_CACHE_MAX = 20_000
+
+
 def _rows_to_lines(rows: list[_Fields]) -> tuple[list[_Fields], list[str]]:
     """Keep the meaningful, visible, non-empty nodes and render one line each.
 
-    One flat loop with string comparisons only: this is the hot path of every screen read.
+    One flat loop with string comparisons and cached pieces: this is the hot path of every screen read.
     """
     kept: list[_Fields] = []
     lines: list[str] = []
+    short_class, short_id, flag_cache = _SHORT_CLASS, _SHORT_ID, _FLAGS
+    for cache in (short_class, short_id, flag_cache):
+        if len(cache) > _CACHE_MAX:  # apps with generated ids must not grow these forever
+            cache.clear()
     for row in rows:
         (text, rid, cls, _pkg, desc, checkable, checked, clickable, enabled, focused, scrollable, long_click,
          password, selected, visible, left, top, right, bottom) = row
         if visible == "false" or left == right or top == bottom:
             continue
-        editable = cls.endswith("EditText")
         if not (text or desc or clickable == "true" or scrollable == "true" or long_click == "true"
-                or checkable == "true" or editable):
+                or checkable == "true" or cls.endswith("EditText")):
             continue
         kept.append(row)
-        line = f"[{len(kept)}] {cls.rsplit('.', 1)[-1] or 'View'}"
+        short = short_class.get(cls)
+        if short is None:
+            short = short_class[cls] = cls.rsplit(".", 1)[-1] or "View"
+        line = f"[{len(kept)}] {short}"
         if text:
             line += ' "' + text + '"' if _PLAIN(text) else " " + _clean(text)
         if desc and desc != text:
             line += ' desc="' + desc + '"' if _PLAIN(desc) else " desc=" + _clean(desc)
         if rid:
-            line += f" ({rid.rsplit(':id/', 1)[-1]})"
-        lines.append(
-            line
-            + (" click" if clickable == "true" else "")
-            + (" long" if long_click == "true" else "")
-            + (" scroll" if scrollable == "true" else "")
-            + (" edit" if editable else "")
-            + ((" checked" if checked == "true" else " unchecked") if checkable == "true" else "")
-            + (" selected" if selected == "true" else "")
-            + (" focused" if focused == "true" else "")
-            + (" disabled" if enabled == "false" else "")
-            + (" password" if password == "true" else "")
-        )
+            sid = short_id.get(rid)
+            if sid is None:
+                sid = short_id[rid] = f" ({rid.rsplit(':id/', 1)[-1]})"
+            line += sid
+        key = (cls, checkable, checked, clickable, enabled, focused, scrollable, long_click, password, selected)
+        flags = flag_cache.get(key)
+        if flags is None:
+            flags = flag_cache[key] = _flags(clickable, long_click, scrollable, cls.endswith("EditText"), checkable,
+                                             checked, selected, focused, enabled, password)
+        lines.append(line + flags)
     return kept, lines
 
 
