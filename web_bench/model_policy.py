@@ -37,7 +37,8 @@ class ModelPolicy:
                 reply = self.client.complete(messages, tools)
             except ModelCallError as exc:
                 turn.event("model/error")
-                return PolicyResult(status="error", error=exc.line())
+                # Retries exhausted or a refused request: the model service failed, not the agent.
+                return PolicyResult(status="error", error=exc.line(), infrastructure=True)
             has_output = bool(reply.text and reply.text.strip()) or bool(reply.tool_calls)
             turn.model_reply(reply.usage, reply.cost_usd, has_output)
             messages.append(reply.as_message())

@@ -88,7 +88,6 @@ def run_one(planned: PlannedRun, backend: BrowserBackend, ctx: RunContext) -> We
     turn: Turn | None = None
     poller: StatePoller | None = None
     result: PolicyResult
-    infra = False
     try:
         created = site.new_session(planned.task, planned.seed)
         session = backend.new_session()
@@ -108,8 +107,8 @@ def run_one(planned: PlannedRun, backend: BrowserBackend, ctx: RunContext) -> We
             poller.stop()
         verdict = validate(instance, site.state(created.session_id), result.answer)
     except Exception as exc:  # noqa: BLE001 - infrastructure failure: recorded, the matrix goes on
-        infra = turn is None
-        result = PolicyResult(status="error", error=_one_line(exc))
+        # The policy's own failures are caught above; what lands here is the site, browser or phone.
+        result = PolicyResult(status="error", error=_one_line(exc), infrastructure=True)
         completion_ms = turn.elapsed_ms() if turn else 0.0
         verdict = None
     finally:
@@ -135,7 +134,7 @@ def run_one(planned: PlannedRun, backend: BrowserBackend, ctx: RunContext) -> We
         first_backend=planned.first_backend, device=ctx.devices.get(planned.backend),
         simulated_device=planned.backend in ctx.simulated, policy=ctx.policy_name,
         provider=ctx.provider, model=ctx.model, reasoning_effort=ctx.reasoning_effort, success=success,
-        status=result.status, error=result.error, infrastructure_error=infra, answer=result.answer,
+        status=result.status, error=result.error, infrastructure_error=result.infrastructure, answer=result.answer,
         validation=validation, timeout_ms=ctx.timeout_ms,
         timings=Timings(
             completion_ms=round(completion_ms, 1),

@@ -95,6 +95,8 @@ class PolicyResult(BaseModel):
     """Final answer text."""
     error: str | None = None
     """One-line error."""
+    infrastructure: bool = False
+    """The turn failed for a reason outside the agent (site, browser, phone, model API unavailable)."""
 
 
 class Policy(Protocol):

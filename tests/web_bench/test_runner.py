@@ -139,6 +139,7 @@ def test_model_error_ends_the_turn_as_error(make_backend: BackendFactory, site: 
         (run,) = _run(make_backend, site, _model_policy(stub), "model", ["playwright"], ["order_lookup"])
     assert not run.success
     assert run.status == "error" and run.error is not None and "500" in run.error
+    assert run.infrastructure_error
 
 
 def test_run_past_its_time_limit_fails_as_timeout(make_backend: BackendFactory, site: SiteServer) -> None:
