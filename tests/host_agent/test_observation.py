@@ -1,3 +1,6 @@
+from hypothesis import given
+from hypothesis import strategies as st
+
 from host_agent.observation import observe_xml
 from tests.helpers.host import hierarchy, node
 
@@ -64,3 +67,19 @@ def test_find_by_text_id_desc_and_substring() -> None:
 def test_equal_screens_have_equal_digests() -> None:
     xml = hierarchy(node("a"))
     assert observe_xml(xml).digest == observe_xml(xml).digest != observe_xml(hierarchy(node("b"))).digest
+
+
+_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")) | st.sampled_from('&"<> '), max_size=12)
+
+
+@given(st.lists(st.tuples(_TEXT, _TEXT, st.booleans(), st.booleans(), st.booleans()), min_size=1, max_size=12))
+def test_fast_path_and_expat_agree(specs: list[tuple[str, str, bool, bool, bool]]) -> None:
+    nodes = [
+        node(text, desc=desc, clickable=click, checkable="true" if check else "false",
+             visible_to_user="false" if hidden else "true")
+        for text, desc, click, check, hidden in specs
+    ]
+    xml = hierarchy(*nodes)
+    fast, slow = observe_xml(xml), observe_xml(_reordered(xml))
+    assert fast.text == slow.text
+    assert [n.text for n in fast.nodes] == [n.text for n in slow.nodes]
