@@ -121,6 +121,8 @@ class WebReport(_Camel):
     """Latency ratio by run order."""
     tasks: dict[str, dict[str, str]] = Field(default_factory=dict)
     """task → backend → `successes/runs`."""
+    failures: list[str] = Field(default_factory=list)
+    """One line per failed run: pair, backend, status and why."""
 
 
 def _penalised(run: WebRun) -> float:
@@ -211,6 +213,11 @@ def build_report(runs: list[WebRun], source: str) -> WebReport:
             b_first=lat([p for p in both if b and p[b].order_in_pair == 1]),
         ),
         tasks=tasks,
+        failures=[
+            f"{r.pair_id} {r.backend}: {r.status}{' (infrastructure)' if r.infrastructure_error else ''} — "
+            f"{r.error or r.validation.detail}"
+            for r in runs if not r.success
+        ],
     )
 
 
@@ -271,4 +278,6 @@ def to_markdown(rep: WebReport) -> str:
               "|---|" + "---:|" * len(names)]
     for task, cells in rep.tasks.items():
         lines.append(f"| {task} | " + " | ".join(cells.get(n, "—") for n in names) + " |")
+    if rep.failures:
+        lines += ["", "## Failed runs", ""] + [f"- {line}" for line in rep.failures]
     return "\n".join(lines) + "\n"

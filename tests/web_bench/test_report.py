@@ -165,3 +165,8 @@ def test_web_run_becomes_a_farm_record() -> None:
     assert record.failure_kind == "agent"
     assert (record.tokens.input_new, record.tokens.output) == (5, 2)
     assert record.extra["pairId"] == "order_lookup:1:1"
+
+
+def test_failed_runs_are_listed(report: WebReport) -> None:
+    assert len(report.failures) == 3
+    assert "## Failed runs" in to_markdown(report)
