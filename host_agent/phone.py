@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from host_agent.observation import Observation, observe_xml
@@ -22,23 +24,46 @@ class PhoneError(Exception):
     """The phone could not be reached or refused a harness operation (infrastructure)."""
 
 
+CALL_TIMEOUT_S = 90.0
+"""Longest a single phone call may take: a stalled link must not hang the run (uiautomator2's own
+socket timeout is 600 s)."""
+
+
 class Phone:
     """One phone driven through uiautomator2 (a real one or the virtual phone)."""
 
-    def __init__(self, device: Any, adb_device: AdbDevice | None = None) -> None:
+    def __init__(self, device: Any, adb_device: AdbDevice | None = None, *,
+                 call_timeout_s: float = CALL_TIMEOUT_S) -> None:
         self.u2 = device
         self.adb = adb_device
+        self.call_timeout_s = call_timeout_s
         self._size: tuple[int, int] | None = None
+        # One worker: calls stay ordered; a call that never returns leaves the phone marked broken.
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="phone")
+        self._broken: str | None = None
 
     @classmethod
-    def connect(cls, adb_device: AdbDevice) -> Phone:
+    def connect(cls, adb_device: AdbDevice, *, call_timeout_s: float = CALL_TIMEOUT_S) -> Phone:
         """Start (or reuse) the uiautomator2 server on the phone."""
         import uiautomator2
 
-        return cls(_guard(lambda: uiautomator2.connect(adb_device), "connect"), adb_device)
+        return cls(_guard(lambda: uiautomator2.connect(adb_device), "connect"), adb_device,
+                   call_timeout_s=call_timeout_s)
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
-        return _guard(fn, what)
+        if self._broken is not None:
+            raise PhoneError(f"{what}: phone unusable since {self._broken}")
+        future = self._pool.submit(_guard, fn, what)
+        try:
+            return future.result(timeout=self.call_timeout_s)
+        except FutureTimeout:
+            self._broken = f"{what} got no answer in {self.call_timeout_s:g} s"
+            self._pool.shutdown(wait=False)
+            raise PhoneError(self._broken) from None
+
+    def close(self) -> None:
+        """Stop the call worker (a stuck call is abandoned, not waited for)."""
+        self._pool.shutdown(wait=False)
 
     # --- reads ---------------------------------------------------------------------------------
     def size(self) -> tuple[int, int]:

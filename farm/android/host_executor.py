@@ -147,6 +147,7 @@ class HostExecutor:
                     break
         finally:
             close()
+            phone.close()
         outcome.unfinished = pending
         outcome.pulled = True
         return outcome
