@@ -18,13 +18,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from web_bench.browser.android_chrome import AndroidChromeBackend
 from web_bench.browser.chromium import CHROMIUM_ARGS, find_chromium
 from web_bench.browser.playwright_backend import PlaywrightBackend
 from web_bench.site import data
 from web_bench.site.server import SiteClient, SiteServer
+from web_bench.virtual_phone import VirtualChromePhone
 
 
 class McpClient:
@@ -92,13 +95,13 @@ def install_mcp(where: Path, version: str) -> Path:
 
 
 def page_paths(client: SiteClient) -> dict[str, list[str]]:
-    """Two sessions (ours, mcp) of each measured page, so neither side touches the other's state."""
+    """Three sessions (ours, mcp, android) of each page, so no side touches another's state."""
     _, category, _ = data.inventory(1)
     pages: dict[str, list[str]] = {}
     for label, task, suffix in (("order history", "order_lookup", ""),
                                 ("inventory (filtered)", "inventory_filter", f"?category={category}"),
                                 ("shop", "cart_checkout", "")):
-        pages[label] = [client.new_session(task, 1).start_path + suffix for _ in range(2)]  # type: ignore[arg-type]
+        pages[label] = [client.new_session(task, 1).start_path + suffix for _ in range(3)]  # type: ignore[arg-type]
     return pages
 
 
@@ -121,22 +124,33 @@ def main() -> int:
             return 1
         argv = [str(server), "--executable-path", chromium, "--headless", "--isolated", "--no-sandbox",
                 "--output-dir", str(tmp_dir / "out")]
-        mcp = McpClient(argv, tmp_dir)
-        backend = PlaywrightBackend(chromium)
-        ours = backend.new_session()
-        try:
+        with ExitStack() as cleanup:
+            mcp = McpClient(argv, tmp_dir)
+            cleanup.callback(mcp.close)
+            backend = PlaywrightBackend(chromium)
+            cleanup.callback(backend.close)
+            ours = backend.new_session()
+            cleanup.callback(ours.close)
+            phone = cleanup.enter_context(VirtualChromePhone(chromium))
+            android_backend = AndroidChromeBackend(site.port, phone.serial, adb_port=phone.adb_port)
+            cleanup.callback(android_backend.close)
+            android = android_backend.new_session()
+            cleanup.callback(android.close)
             version = mcp.start()
             print(f"ours: web_bench playwright backend, Chromium flags {' '.join(CHROMIUM_ARGS)}")
             print(f"theirs: {version} via {' '.join(argv[1:6])}")
             print(f"{args.rounds} interleaved snapshots per page and side\n")
-            print(f"{'page':<24}{'ours p50 ms':>12}{'mcp p50 ms':>12}{'ratio':>8}")
+            print(f"{'page':<24}{'ours p50 ms':>12}{'mcp p50 ms':>12}{'ratio':>8}{'android-chrome*':>17}")
             all_ours: list[float] = []
             all_mcp: list[float] = []
-            for label, (our_path, mcp_path) in page_paths(SiteClient(site.base_url)).items():
+            all_android: list[float] = []
+            for label, (our_path, mcp_path, android_path) in page_paths(SiteClient(site.base_url)).items():
                 ours.call("browser_navigate", {"url": site.base_url + our_path})
                 mcp.call("browser_navigate", {"url": site.base_url + mcp_path})
+                android.call("browser_navigate", {"url": site.base_url + android_path})
                 mine: list[float] = []
                 theirs: list[float] = []
+                phone_side: list[float] = []
                 for _ in range(args.rounds):
                     started = time.perf_counter()
                     result = ours.call("browser_snapshot", {})
@@ -145,18 +159,20 @@ def main() -> int:
                     started = time.perf_counter()
                     mcp.call("browser_snapshot", {})
                     theirs.append(time.perf_counter() - started)
+                    started = time.perf_counter()
+                    android.call("browser_snapshot", {})
+                    phone_side.append(time.perf_counter() - started)
                 all_ours += mine
                 all_mcp += theirs
+                all_android += phone_side
                 print(f"{label:<24}{median_ms(mine):>12.2f}{median_ms(theirs):>12.2f}"
-                      f"{median_ms(mine) / median_ms(theirs):>7.2f}×")
+                      f"{median_ms(mine) / median_ms(theirs):>7.2f}×{median_ms(phone_side):>17.2f}")
             ratio = median_ms(all_ours) / median_ms(all_mcp)
-            print(f"{'all pages':<24}{median_ms(all_ours):>12.2f}{median_ms(all_mcp):>12.2f}{ratio:>7.2f}×")
+            print(f"{'all pages':<24}{median_ms(all_ours):>12.2f}{median_ms(all_mcp):>12.2f}{ratio:>7.2f}×"
+                  f"{median_ms(all_android):>17.2f}")
+            print("* android-chrome backend on a virtual phone (adb forward → CDP → local Chromium), for reference")
             print(f"\nP6 browser_snapshot median ratio ours/playwright-mcp = {ratio:.2f}× "
                   f"(goal ≤ 1.0×: {'met' if ratio <= 1.0 else 'NOT met'})")
-        finally:
-            ours.close()
-            backend.close()
-            mcp.close()
     return 0
 
 
