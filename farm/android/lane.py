@@ -181,10 +181,11 @@ class _Lane:
         self.tasks_dir = req.tasks_dir or Path(self.cfg.tasks_dir)
         self.runs_dir = req.runs_dir or Path(self.cfg.runs_dir)
         self.lock = threading.Lock()
+        self.started = time.monotonic()
 
     def options(self) -> RunOptions:
         r, prices = self.req, self.cfg.pricing
-        deadline = time.monotonic() + r.deadline_s if r.deadline_s else None
+        deadline = self.started + r.deadline_s if r.deadline_s else None
         return RunOptions(
             split=self.split, profile_name=self.profile_name, profile=self.profile, set_prefix=r.set_prefix,
             allow_irreversible=r.allow_irreversible,
