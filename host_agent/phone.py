@@ -47,8 +47,9 @@ class Phone:
         """Start (or reuse) the uiautomator2 server on the phone."""
         import uiautomator2
 
-        return cls(_guard(lambda: uiautomator2.connect(adb_device), "connect"), adb_device,
-                   call_timeout_s=call_timeout_s)
+        phone = cls(None, adb_device, call_timeout_s=call_timeout_s)
+        phone.u2 = phone._call("connect", lambda: uiautomator2.connect(adb_device))
+        return phone
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
         if self._broken is not None:

@@ -139,3 +139,20 @@ def test_the_harness_never_presses_send(virtual_phone: Any, tmp_path: Path) -> N
     assert (report.result.outcome, report.result.passed, report.evidence.step_errors) == ("confirmation", True, 1)
     messages = MessengerApp(virtual_phone.state.ui).messages()
     assert not any("AF-r1-msg" in m["text"] for conv in messages.values() for m in conv)
+
+
+def test_a_stalled_link_mid_task_is_an_infrastructure_error(virtual_farm: Any, tmp_path: Path) -> None:
+    import adbutils
+
+    from farm.sim.profile import FaultSpec
+    from host_agent.phone import Phone
+
+    sim = virtual_farm(1, faults=FaultSpec(stall_after_bytes=60_000))[0]
+    phone = Phone.connect(adbutils.AdbClient(port=sim.adb_port).device(sim.serial), call_timeout_s=3)
+    script = Script(steps=[{"launch": {"capability": "calculator"}}, *[{"tap": k} for k in "123×456=" * 3],
+                           {"answer": "never"}])
+    spec = task_spec("calculator-multiply", phone)
+    report = run_task(spec, phone, ScriptedPolicy({"calculator-multiply": script}), EvalTree(tmp_path / "r1", "r1"),
+                      execution="simulated", installed=installed(sim))
+    assert (report.result.outcome, report.result.failure_category) == ("error", "infrastructure")
+    assert "no answer in 3 s" in report.result.reasons[0]
