@@ -4,7 +4,7 @@ model stub, forbidden tools, state timing and the event record."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -60,20 +60,27 @@ def test_event_runs_expand_to_the_turn(make_backend: BackendFactory, site: SiteS
     assert run.timings.tool_wall_ms > 0
 
 
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+
+
 def _user_text(body: dict[str, Any]) -> str:
     for message in body["messages"]:
         if message["role"] == "user":
-            content = message["content"]
-            return content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
+            return _text(message["content"])
     return ""
 
 
 def _tool_texts(body: dict[str, Any]) -> list[str]:
+    """Tool results in either API's request body (OpenAI `tool` messages, Anthropic `tool_result` blocks)."""
     out = []
     for message in body["messages"]:
         if message["role"] == "tool":
-            content = message["content"]
-            out.append(content if isinstance(content, str) else "".join(p.get("text", "") for p in content))
+            out.append(_text(message["content"]))
+        elif isinstance(message["content"], list):
+            out += [_text(b["content"]) for b in message["content"] if b.get("type") == "tool_result"]
     return out
 
 
@@ -103,8 +110,8 @@ def _order_lookup_model(forbidden_tool: bool) -> Any:
     return respond
 
 
-def _model_policy(stub: ModelStub) -> ModelPolicy:
-    cfg = LLMConfig(provider="openai", model="stub-model", base_url=stub.base_url_openai, api_key_env="STUB_KEY",
+def _model_policy(stub: ModelStub, provider: Literal["openai", "anthropic"] = "openai") -> ModelPolicy:
+    cfg = LLMConfig(provider=provider, model="stub-model", base_url=stub.base_url(provider), api_key_env="STUB_KEY",
                     max_retries=0)
     return ModelPolicy(make_client(cfg, environ={"STUB_KEY": "test-key"}))
 
@@ -131,6 +138,7 @@ def test_non_browser_tool_fails_the_run(make_backend: BackendFactory, site: Site
     assert run.validation.answer_ok
     assert not run.success
     assert run.diagnostics.disallowed_tools == ["bash"]
+    assert run.status == "completed"
     assert "not allowed" in refused
 
 
@@ -182,3 +190,11 @@ def test_infrastructure_failure_is_recorded_and_the_matrix_goes_on(
     assert broken.infrastructure_error and not broken.success and broken.status == "error"
     assert broken.error is not None and "cannot connect" in broken.error
     assert by_backend["playwright"].success
+
+
+def test_model_policy_through_the_anthropic_api(make_backend: BackendFactory, site: SiteServer) -> None:
+    with ModelStub(responder=_order_lookup_model(forbidden_tool=False)) as stub:
+        (run,) = _run(make_backend, site, _model_policy(stub, "anthropic"), "model", ["playwright"], ["order_lookup"])
+        assert stub.requests[0].provider == "anthropic"
+    assert run.success, (run.error, run.validation.detail)
+    assert (run.tokens.new_input, run.tokens.cache_read, run.tokens.output) == (300, 60, 21)
