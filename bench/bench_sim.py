@@ -139,17 +139,32 @@ def main() -> int:
             shutil.rmtree(dst, ignore_errors=True)
             assert pull_tree_one_session(device, "/sdcard/bench", dst) == total
 
-        # Interleaved rounds so both see the same machine load; best of each.
-        cli_s = one_s = float("inf")
+        def farm_pull() -> None:
+            from farm.android.pull import pull_tree
+            from farm.config import PullLimits
+
+            dst = work / "farm"
+            shutil.rmtree(dst, ignore_errors=True)
+            assert pull_tree(device, "/sdcard/bench", dst, PullLimits()).bytes == total
+
+        # Interleaved rounds so all see the same machine load; best of each.
+        cli_s = one_s = lane_s = float("inf")
         for _ in range(ROUNDS * 2):
             cli_s = min(cli_s, best_of(1, cli_pull))
             one_s = min(one_s, best_of(1, session_pull))
+            try:
+                lane_s = min(lane_s, best_of(1, farm_pull))
+            except (ImportError, AttributeError, TypeError):
+                pass
         py_s = best_of(2, adbutils_pull)
         mib = total / 1024 / 1024
         print(f"pull {FILES} files / {mib:.0f} MiB (best of {ROUNDS * 2} interleaved rounds; pull_dir best of 2):")
         print(f"  adb pull CLI                  {cli_s:6.2f} s  {mib / cli_s:7.1f} MiB/s")
         print(f"  adbutils sync.pull_dir        {py_s:6.2f} s  {mib / py_s:7.1f} MiB/s  ({cli_s / py_s:.2f}x CLI)")
         print(f"  adbutils, one sync session    {one_s:6.2f} s  {mib / one_s:7.1f} MiB/s  ({cli_s / one_s:.2f}x CLI)")
+        if lane_s != float("inf"):
+            print(f"  farm.android.pull.pull_tree   {lane_s:6.2f} s  {mib / lane_s:7.1f} MiB/s  "
+                  f"({cli_s / lane_s:.2f}x CLI)")
         print("  (goal >= 0.9x. pull_dir opens two adb-server connections per file and adbutils'")
         print("   AdbConnection.close() sleeps 10 ms each: a >= 20 ms/file floor on the client side.")
         print("   One sync session with pipelined RECVs over adbutils' own connection avoids it.)")
