@@ -188,6 +188,10 @@ def read_runs(path: Path) -> list[WebRun]:
         except ValidationError as exc:
             err = exc.errors(include_input=False, include_url=False)[0]
             where = ".".join(str(p) for p in err["loc"]) or "line"
+            if where == "benchmarkSuiteVersion" and err["type"] == "missing":
+                raise FarmError(f"{path}:{number}: no benchmarkSuiteVersion",
+                                hint="results from before suite versioning are not comparable; "
+                                     "report them separately") from None
             raise FarmError(f"{path}:{number}: {where}: {err['msg']}",
                             hint="is this a `farm web run` results file?") from None
     return runs

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,12 @@ def test_web_run_becomes_a_farm_record() -> None:
 def test_failed_runs_are_listed(report: WebReport) -> None:
     assert len(report.failures) == 3
     assert "## Failed runs" in to_markdown(report)
+
+
+def test_unversioned_results_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "old.jsonl"
+    line = web_run().model_dump(by_alias=True, mode="json")
+    del line["benchmarkSuiteVersion"]
+    path.write_text(json.dumps(line) + "\n")
+    with pytest.raises(FarmError, match="old.jsonl:1: no benchmarkSuiteVersion"):
+        report_file(path)
