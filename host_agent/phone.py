@@ -6,9 +6,11 @@ infrastructure error, never as the agent's failure.
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -38,8 +40,7 @@ class Phone:
         self.adb = adb_device
         self.call_timeout_s = call_timeout_s
         self._size: tuple[int, int] | None = None
-        # One worker: calls stay ordered; a call that never returns leaves the phone marked broken.
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="phone")
+        self._worker = _Worker()
         self._broken: str | None = None
 
     @classmethod
@@ -54,17 +55,17 @@ class Phone:
     def _call(self, what: str, fn: Callable[[], T]) -> T:
         if self._broken is not None:
             raise PhoneError(f"{what}: phone unusable since {self._broken}")
-        future = self._pool.submit(_guard, fn, what)
+        future = self._worker.submit(lambda: _guard(fn, what))
         try:
             return future.result(timeout=self.call_timeout_s)
         except FutureTimeout:
             self._broken = f"{what} got no answer in {self.call_timeout_s:g} s"
-            self._pool.shutdown(wait=False)
+            self._worker.stop()
             raise PhoneError(self._broken) from None
 
     def close(self) -> None:
         """Stop the call worker (a stuck call is abandoned, not waited for)."""
-        self._pool.shutdown(wait=False)
+        self._worker.stop()
 
     # --- reads ---------------------------------------------------------------------------------
     def size(self) -> tuple[int, int]:
@@ -138,6 +139,35 @@ class Phone:
             raise PhoneError("no adb device handle for shell")
         adb = self.adb
         return self._call("shell", lambda: str(adb.shell(argv, timeout=timeout)))
+
+
+class _Worker:
+    """One daemon thread running phone calls in order.
+
+    A daemon (not a ThreadPoolExecutor, whose threads are joined at exit): a call stuck on a stalled
+    link must not keep `farm run` from exiting.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._loop, name="phone-calls", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            fn, future = job
+            try:
+                future.set_result(fn())
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
+                future.set_exception(exc)
+
+    def submit(self, fn: Callable[[], T]) -> Future[T]:
+        future: Future[T] = Future()
+        self._jobs.put((fn, future))
+        return future
+
+    def stop(self) -> None:
+        self._jobs.put(None)
 
 
 def _guard(fn: Callable[[], T], what: str) -> T:
