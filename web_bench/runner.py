@@ -87,6 +87,7 @@ def run_one(planned: PlannedRun, backend: BrowserBackend, ctx: RunContext) -> We
     session: BrowserSession | None = None
     turn: Turn | None = None
     poller: StatePoller | None = None
+    reached_ms: float | None = None
     result: PolicyResult
     try:
         created = site.new_session(planned.task, planned.seed)
@@ -105,7 +106,14 @@ def run_one(planned: PlannedRun, backend: BrowserBackend, ctx: RunContext) -> We
             result = PolicyResult(status="timeout", answer=result.answer, error="time limit exceeded")
         if poller is not None:
             poller.stop()
-        verdict = validate(instance, site.state(created.session_id), result.answer)
+        final_state = site.state(created.session_id)
+        verdict = validate(instance, final_state, result.answer)
+        if poller is not None:
+            # Polling may notice the goal after the turn ended; it was reached by then at the latest.
+            if poller.reached_ms is not None:
+                reached_ms = min(poller.reached_ms, completion_ms)
+            elif state_reached(instance, final_state):
+                reached_ms = completion_ms
     except Exception as exc:  # noqa: BLE001 - infrastructure failure: recorded, the matrix goes on
         # The policy's own failures are caught above; what lands here is the site, browser or phone.
         result = PolicyResult(status="error", error=_one_line(exc), infrastructure=True)
@@ -138,7 +146,7 @@ def run_one(planned: PlannedRun, backend: BrowserBackend, ctx: RunContext) -> We
         validation=validation, timeout_ms=ctx.timeout_ms,
         timings=Timings(
             completion_ms=round(completion_ms, 1),
-            state_reached_ms=round(poller.reached_ms, 1) if poller and poller.reached_ms is not None else None,
+            state_reached_ms=round(reached_ms, 1) if reached_ms is not None else None,
             ttft_ms=round(turn.first_output_ms, 1) if turn and turn.first_output_ms is not None else None,
             tool_wall_ms=round(turn.tool_wall_ms, 1) if turn else 0.0,
         ),
