@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import stat
 import struct
 import subprocess
@@ -20,7 +21,8 @@ import adbutils
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from farm.sim.launcher import adb_binary, free_port, kill_adb_server, start_adb_server, start_phones  # noqa: E402
+from farm.sim.launcher import adb_binary, free_port, kill_adb_server, start_adb_server  # noqa: E402
+from farm.sim.serve import SimState  # noqa: E402
 
 FILES = 500
 TOTAL_BYTES = 50 * 1024 * 1024
@@ -28,8 +30,8 @@ IDLE_PHONES = 50
 ROUNDS = 5
 
 
-def rss_kib() -> int:
-    with open("/proc/self/status") as handle:
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as handle:
         for line in handle:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
@@ -104,22 +106,45 @@ def best_of(rounds: int, fn: Callable[[], object]) -> float:
     return min(times)
 
 
+def serve(count: int, port: int, state_file: Path) -> tuple[subprocess.Popen[bytes], SimState]:
+    """Phones in their own process (as `farm sim up` runs them), so the client never shares their GIL."""
+    argv = [sys.executable, "-m", "farm.sim", "--count", str(count), "--adb-port", str(port),
+            "--state-file", str(state_file)]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if state_file.exists():
+            return proc, SimState.model_validate_json(state_file.read_text())
+        if proc.poll() is not None:
+            raise RuntimeError("phone process died")
+        time.sleep(0.1)
+    raise RuntimeError("phones did not come up")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(30)
+
+
 def main() -> int:
     port = free_port()
     os.environ["ANDROID_ADB_SERVER_PORT"] = str(port)
     start_adb_server(port)
     work = Path(tempfile.mkdtemp(prefix="bench-sim-"))
+    procs: list[subprocess.Popen[bytes]] = []
     try:
-        # Memory first, before big transfers leave freed buffers behind.
-        farm = start_phones(1, adb_port=port, start_server=False)
-        time.sleep(0.3)
-        before = rss_kib()
-        farm.add(IDLE_PHONES)
-        time.sleep(0.5)
-        after = rss_kib()
-        print(f"memory: {(after - before) / IDLE_PHONES:.0f} KiB RSS per idle phone ({IDLE_PHONES} phones, attached)")
-        phone = farm.phones[0]
-        total = make_tree(phone.root / "sdcard" / "bench")
+        one_proc, _ = serve(1, port, work / "one.json")
+        many_proc, _ = serve(1 + IDLE_PHONES, port, work / "many.json")
+        procs += [one_proc, many_proc]
+        time.sleep(1.0)
+        per_phone = (rss_kib(many_proc.pid) - rss_kib(one_proc.pid)) / IDLE_PHONES
+        print(f"memory: {per_phone:.0f} KiB RSS per idle phone (process with {1 + IDLE_PHONES} attached phones "
+              "vs one with 1)")
+        stop(many_proc)
+        procs.remove(many_proc)
+        state = SimState.model_validate_json((work / "one.json").read_text())
+        phone = state.phones[0]
+        total = make_tree(Path(phone.root) / "sdcard" / "bench")
         device = adbutils.AdbClient(port=port).device(phone.serial)
 
         def cli_pull() -> None:
@@ -169,7 +194,7 @@ def main() -> int:
         print("   AdbConnection.close() sleeps 10 ms each: a >= 20 ms/file floor on the client side.")
         print("   One sync session with pipelined RECVs over adbutils' own connection avoids it.)")
 
-        big = phone.root / "sdcard" / "big.bin"
+        big = Path(phone.root) / "sdcard" / "big.bin"
         big.write_bytes(os.urandom(TOTAL_BYTES))
         one_cli = best_of(ROUNDS, lambda: subprocess.run(
             [adb_binary(), "-P", str(port), "-s", phone.serial, "pull", "/sdcard/big.bin", str(work / "big-cli")],
@@ -197,8 +222,9 @@ def main() -> int:
                   f"`uiautomator dump` shell: {shell_ms:.1f} ms/call")
         except Exception as exc:  # noqa: BLE001 - the figure is optional, the bench is not
             print(f"uiautomator2 latency: unavailable ({exc})")
-        farm.stop()
     finally:
+        for proc in procs:
+            stop(proc)
         shutil.rmtree(work, ignore_errors=True)
         kill_adb_server(port)
     return 0
