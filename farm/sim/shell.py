@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from farm.sim import shell_fs, shell_pm, shell_sys  # noqa: F401 - register their commands
+from farm.sim import shell_fs, shell_pm, shell_sys, shell_text  # noqa: F401 - register their commands
 from farm.sim.adbd import Stream
 from farm.sim.phone import PhoneState
 from farm.sim.shell_core import Shell

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import importlib.util
 import os
@@ -13,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from farm.sim.phone import PathEscapeError
-from farm.sim.shell_core import Shell, async_command, command
+from farm.sim.shell_core import Shell, command
 
 U2_JAR = "/data/local/tmp/u2.jar"
 U2_JAR_MD5 = "d4f2cb5299dfd894a40fdde067b56bc9"
@@ -42,7 +41,8 @@ def _host(sh: Shell, path: str) -> str | None:
         return None
 
 
-def _flags(args: list[str], known: str) -> tuple[set[str], list[str]]:
+def parse_flags(args: list[str], known: str) -> tuple[set[str], list[str]]:
+    """Split combined single-letter flags (`-rf`) from operands."""
     flags: set[str] = set()
     rest: list[str] = []
     for arg in args:
@@ -136,7 +136,7 @@ def _ls_long(name: str, st: os.stat_result) -> str:
 
 @command("ls")
 def _ls(sh: Shell, args: list[str]) -> int:
-    flags, paths = _flags(args, "laAR1dhtsSrnF")
+    flags, paths = parse_flags(args, "laAR1dhtsSrnF")
     paths = paths or ["."]
     status = 0
     many = len(paths) > 1
@@ -171,7 +171,7 @@ def _ls(sh: Shell, args: list[str]) -> int:
 
 @command("mkdir")
 def _mkdir(sh: Shell, args: list[str]) -> int:
-    flags, paths = _flags(args, "pv")
+    flags, paths = parse_flags(args, "pv")
     if not paths:
         return sh.fail("mkdir: Needs 1 argument")
     status = 0
@@ -194,7 +194,7 @@ def _mkdir(sh: Shell, args: list[str]) -> int:
 
 @command("rm")
 def _rm(sh: Shell, args: list[str]) -> int:
-    flags, paths = _flags(args, "rRfvd")
+    flags, paths = parse_flags(args, "rRfvd")
     recursive = bool(flags & {"r", "R"})
     status = 0
     for path in paths:
@@ -241,7 +241,7 @@ def _touch(sh: Shell, args: list[str]) -> int:
 
 
 def _copy_or_move(sh: Shell, args: list[str], tool: str) -> int:
-    flags, paths = _flags(args, "rRfpav")
+    flags, paths = parse_flags(args, "rRfpav")
     if len(paths) < 2:
         return sh.fail(f"{tool}: Needs 2 arguments")
     *sources, dest = paths
@@ -340,7 +340,7 @@ def _human(kib: int) -> str:
 
 @command("df")
 def _df(sh: Shell, args: list[str]) -> int:
-    flags, paths = _flags(args, "hkaPT")
+    flags, paths = parse_flags(args, "hkaPT")
     rows = _df_rows(sh)
     if paths:
         wanted = [sh.phone.canonical(p, sh.cwd) for p in paths]
@@ -365,139 +365,3 @@ def _df(sh: Shell, args: list[str]) -> int:
             pct = (used * 100 + total - 1) // total if total else 0
             sh.out(f"{dev:<16} {total:>9} {used:>8} {free:>9} {pct:>3}% {mount}\n")
     return 0
-
-
-@command("grep")
-def _grep(sh: Shell, args: list[str]) -> int:
-    flags, rest = _flags(args, "ivEFcqwo")
-    if not rest:
-        return sh.fail("usage: grep [-ivEFcq] PATTERN [FILE...]", 2)
-    pattern, files = rest[0], rest[1:]
-    data = sh.stdin
-    if files:
-        chunks = []
-        for path in files:
-            host = _host(sh, path)
-            try:
-                with open(host or "\0", "rb") as handle:
-                    chunks.append(handle.read())
-            except (OSError, ValueError):
-                sh.fail(f"grep: {path}: No such file or directory")
-        data = b"".join(chunks)
-    import re
-
-    try:
-        regex = re.compile(re.escape(pattern) if "F" in flags else pattern, re.IGNORECASE if "i" in flags else 0)
-    except re.error:
-        regex = re.compile(re.escape(pattern), re.IGNORECASE if "i" in flags else 0)
-    invert = "v" in flags
-    lines = [line for line in data.decode("utf-8", "replace").splitlines() if bool(regex.search(line)) != invert]
-    if "c" in flags:
-        sh.out(f"{len(lines)}\n")
-    elif "q" not in flags:
-        sh.out("".join(line + "\n" for line in lines))
-    return 0 if lines else 1
-
-
-def _count_arg(args: list[str], default: int = 10) -> tuple[int, list[str]]:
-    count, rest = default, []
-    it = iter(args)
-    for arg in it:
-        if arg == "-n":
-            count = int(next(it, str(default)))
-        elif arg.startswith("-") and arg[1:].isdigit():
-            count = int(arg[1:])
-        else:
-            rest.append(arg)
-    return count, rest
-
-
-@command("head")
-def _head(sh: Shell, args: list[str]) -> int:
-    count, _ = _count_arg(args)
-    sh.out("".join(line + "\n" for line in sh.stdin.decode("utf-8", "replace").splitlines()[:count]))
-    return 0
-
-
-@command("tail")
-def _tail(sh: Shell, args: list[str]) -> int:
-    count, _ = _count_arg(args)
-    lines = sh.stdin.decode("utf-8", "replace").splitlines()
-    sh.out("".join(line + "\n" for line in lines[-count:] if count))
-    return 0
-
-
-@command("wc")
-def _wc(sh: Shell, args: list[str]) -> int:
-    text = sh.stdin.decode("utf-8", "replace")
-    if "-l" in args:
-        sh.out(f"{text.count(chr(10))}\n")
-    else:
-        sh.out(f"{text.count(chr(10)):>7} {len(text.split()):>7} {len(sh.stdin):>7}\n")
-    return 0
-
-
-@command("test", "[")
-def _test(sh: Shell, args: list[str]) -> int:
-    if args and args[-1] == "]":
-        args = args[:-1]
-    negate = bool(args) and args[0] == "!"
-    if negate:
-        args = args[1:]
-    result = False
-    if len(args) == 2 and args[0] in ("-e", "-f", "-d", "-s"):
-        host = _host(sh, args[1])
-        if host is not None:
-            result = {
-                "-e": os.path.exists,
-                "-f": os.path.isfile,
-                "-d": os.path.isdir,
-                "-s": lambda h: os.path.isfile(h) and os.path.getsize(h) > 0,
-            }[args[0]](host)
-    elif len(args) == 3 and args[1] in ("=", "==", "!="):
-        result = (args[0] == args[2]) != (args[1] == "!=")
-    elif len(args) == 2 and args[0] in ("-n", "-z"):
-        result = bool(args[1]) == (args[0] == "-n")
-    elif len(args) == 1:
-        result = bool(args[0])
-    return 0 if result != negate else 1
-
-
-@async_command("sleep")
-async def _sleep(sh: Shell, args: list[str]) -> int:
-    try:
-        await asyncio.sleep(min(float(args[0].rstrip("s")) if args else 0.0, 3600))
-    except ValueError:
-        return sh.fail(f"sleep: invalid number '{args[0]}'")
-    return 0
-
-
-@command("export")
-def _export(sh: Shell, args: list[str]) -> int:
-    for arg in args:
-        key, sep, value = arg.partition("=")
-        if sep:
-            sh.env[key] = value
-    return 0
-
-
-@command("unset")
-def _unset(sh: Shell, args: list[str]) -> int:
-    for name in args:
-        sh.env.pop(name, None)
-    return 0
-
-
-@async_command("exec")
-async def _exec(sh: Shell, args: list[str]) -> int:
-    if not args:
-        return 0
-    sh.exit_requested = True
-    return await sh.run_argv(args)
-
-
-@async_command("sh")
-async def _sh(sh: Shell, args: list[str]) -> int:
-    if len(args) >= 2 and args[0] == "-c":
-        return await sh.run(args[1])
-    return sh.fail("/system/bin/sh: only `sh -c CMD` is supported here", 2)

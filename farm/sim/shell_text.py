@@ -1,0 +1,152 @@
+"""Text and control commands of the simulated shell: grep, head, tail, wc, test, sleep, sh, export, exec."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+
+from farm.sim.phone import PathEscapeError
+from farm.sim.shell_core import Shell, async_command, command
+from farm.sim.shell_fs import parse_flags
+
+
+def _host(sh: Shell, path: str) -> str | None:
+    try:
+        return sh.host(path)
+    except PathEscapeError:
+        return None
+
+
+@command("grep")
+def _grep(sh: Shell, args: list[str]) -> int:
+    flags, rest = parse_flags(args, "ivEFcqwo")
+    if not rest:
+        return sh.fail("usage: grep [-ivEFcq] PATTERN [FILE...]", 2)
+    pattern, files = rest[0], rest[1:]
+    data = sh.stdin
+    if files:
+        chunks = []
+        for path in files:
+            host = _host(sh, path)
+            try:
+                with open(host or "\0", "rb") as handle:
+                    chunks.append(handle.read())
+            except (OSError, ValueError):
+                sh.fail(f"grep: {path}: No such file or directory")
+        data = b"".join(chunks)
+    try:
+        regex = re.compile(re.escape(pattern) if "F" in flags else pattern, re.IGNORECASE if "i" in flags else 0)
+    except re.error:
+        regex = re.compile(re.escape(pattern), re.IGNORECASE if "i" in flags else 0)
+    invert = "v" in flags
+    lines = [line for line in data.decode("utf-8", "replace").splitlines() if bool(regex.search(line)) != invert]
+    if "c" in flags:
+        sh.out(f"{len(lines)}\n")
+    elif "q" not in flags:
+        sh.out("".join(line + "\n" for line in lines))
+    return 0 if lines else 1
+
+
+def _count_arg(args: list[str], default: int = 10) -> tuple[int, list[str]]:
+    count, rest = default, []
+    it = iter(args)
+    for arg in it:
+        if arg == "-n":
+            count = int(next(it, str(default)))
+        elif arg.startswith("-") and arg[1:].isdigit():
+            count = int(arg[1:])
+        else:
+            rest.append(arg)
+    return count, rest
+
+
+@command("head")
+def _head(sh: Shell, args: list[str]) -> int:
+    count, _ = _count_arg(args)
+    sh.out("".join(line + "\n" for line in sh.stdin.decode("utf-8", "replace").splitlines()[:count]))
+    return 0
+
+
+@command("tail")
+def _tail(sh: Shell, args: list[str]) -> int:
+    count, _ = _count_arg(args)
+    lines = sh.stdin.decode("utf-8", "replace").splitlines()
+    sh.out("".join(line + "\n" for line in lines[-count:] if count))
+    return 0
+
+
+@command("wc")
+def _wc(sh: Shell, args: list[str]) -> int:
+    text = sh.stdin.decode("utf-8", "replace")
+    if "-l" in args:
+        sh.out(f"{text.count(chr(10))}\n")
+    else:
+        sh.out(f"{text.count(chr(10)):>7} {len(text.split()):>7} {len(sh.stdin):>7}\n")
+    return 0
+
+
+@command("test", "[")
+def _test(sh: Shell, args: list[str]) -> int:
+    if args and args[-1] == "]":
+        args = args[:-1]
+    negate = bool(args) and args[0] == "!"
+    if negate:
+        args = args[1:]
+    result = False
+    if len(args) == 2 and args[0] in ("-e", "-f", "-d", "-s"):
+        host = _host(sh, args[1])
+        if host is not None:
+            result = {
+                "-e": os.path.exists,
+                "-f": os.path.isfile,
+                "-d": os.path.isdir,
+                "-s": lambda h: os.path.isfile(h) and os.path.getsize(h) > 0,
+            }[args[0]](host)
+    elif len(args) == 3 and args[1] in ("=", "==", "!="):
+        result = (args[0] == args[2]) != (args[1] == "!=")
+    elif len(args) == 2 and args[0] in ("-n", "-z"):
+        result = bool(args[1]) == (args[0] == "-n")
+    elif len(args) == 1:
+        result = bool(args[0])
+    return 0 if result != negate else 1
+
+
+@async_command("sleep")
+async def _sleep(sh: Shell, args: list[str]) -> int:
+    try:
+        await asyncio.sleep(min(float(args[0].rstrip("s")) if args else 0.0, 3600))
+    except ValueError:
+        return sh.fail(f"sleep: invalid number '{args[0]}'")
+    return 0
+
+
+@command("export")
+def _export(sh: Shell, args: list[str]) -> int:
+    for arg in args:
+        key, sep, value = arg.partition("=")
+        if sep:
+            sh.env[key] = value
+    return 0
+
+
+@command("unset")
+def _unset(sh: Shell, args: list[str]) -> int:
+    for name in args:
+        sh.env.pop(name, None)
+    return 0
+
+
+@async_command("exec")
+async def _exec(sh: Shell, args: list[str]) -> int:
+    if not args:
+        return 0
+    sh.exit_requested = True
+    return await sh.run_argv(args)
+
+
+@async_command("sh")
+async def _sh(sh: Shell, args: list[str]) -> int:
+    if len(args) >= 2 and args[0] == "-c":
+        return await sh.run(args[1])
+    return sh.fail("/system/bin/sh: only `sh -c CMD` is supported here", 2)
