@@ -72,3 +72,24 @@ def test_farm_run_host_model_without_a_model_exits_2_with_one_line(
     assert exit_info.value.code == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: --policy model: no model configured") and "\n" not in err
+
+
+def test_farm_run_with_the_model_policy_prices_tokens_from_the_flags(
+    virtual_phone: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from farm.llm.stub import ModelStub
+    from tests.helpers.host import CALCULATOR_PLAN, screen_reading_model
+
+    monkeypatch.setenv("FARM_TEST_MODEL_KEY", "test-key")
+    with ModelStub(responder=screen_reading_model(CALCULATOR_PLAN)) as stub:
+        settings = HostSettings(policy="model", provider="openai", model="stub-model",
+                                base_url=stub.base_url_openai, api_key_env="FARM_TEST_MODEL_KEY")
+        req = RunRequest(split="tune", serials=[virtual_phone.serial], set_prefix="calculator-multiply",
+                         executor="host", host=settings, runs_dir=tmp_path / "runs", show_progress=False,
+                         run_id="r-model", price_in=1.0, price_out=2.0)
+        record = run(req).phones[0].records[0]
+    n = len(CALCULATOR_PLAN)
+    assert (record.outcome, record.passed, record.executor, record.metrics.round_trips) == (
+        "succeeded", True, "host", n)
+    assert (record.tokens.input_new, record.tokens.output) == (10 * n, 5 * n)
+    assert record.cost_usd == pytest.approx(n * (10 * 1.0 + 5 * 2.0) / 1_000_000)
