@@ -4,20 +4,23 @@ writes results, a report and the run manifest."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+from farm.llm.stub import ModelStub, StubReply, StubUsage
 from farm.manifest import load
 from farm.results.store import read_records
 from tests.helpers.web import web_run
 from web_bench.results import append_run, read_runs
 
 
-def farm(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def farm(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", "from farm.cli import main; main()", *args],
         cwd=cwd, capture_output=True, text=True, timeout=600, check=False,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -103,3 +106,20 @@ def test_virtual_phone_pair_is_marked_simulated(tmp_path: Path) -> None:
     assert runs["android-chrome"].simulated_device and not runs["playwright"].simulated_device
     records = {r.device: r for r in read_records(tmp_path / "runs" / "vp" / "web" / "records.jsonl")}
     assert records["android-chrome"].execution == "simulated"
+
+
+def test_model_run_uses_the_chosen_model(tmp_path: Path) -> None:
+    # The stand-in model only answers; the run fails validation, but the wiring is what is checked.
+    with ModelStub(default=StubReply(text="I cannot tell.", usage=StubUsage(input=40, cached=8, output=3))) as stub:
+        result = farm("web", "run", "--smoke", "--tasks", "order_lookup", "--backends", "playwright",
+                      "--provider", "openai", "--model", "stub-model", "--run-id", "m1", cwd=tmp_path,
+                      env={"FARM_LLM_BASE_URL": stub.base_url_openai, "OPENAI_API_KEY": "test-key"})
+        sent = stub.requests[0].body
+    assert result.returncode == 0, result.stderr
+    (run,) = read_runs(tmp_path / "runs" / "m1" / "web" / "results.jsonl")
+    assert (run.policy, run.provider, run.model, run.status, run.success) == (
+        "model", "openai", "stub-model", "completed", False
+    )
+    assert (run.tokens.new_input, run.tokens.cache_read, run.tokens.output) == (40, 8, 3)
+    assert sent["model"] == "stub-model"
+    assert "browser_" in sent["messages"][0]["content"]
