@@ -45,12 +45,16 @@ class ModelPolicy:
         self.messages: list[Message] = []
         self._pending: list[str] = []
         self._screens: list[int] = []
+        self._goal = ""
+        self._apps = ""
 
     def begin(self, ctx: TaskContext) -> None:
         """Fresh conversation for a task."""
         self.messages = [Message.system(SYSTEM_PROMPT)]
         self._pending, self._screens = [], []
         self._goal = goal_text(ctx)
+        apps = ", ".join(f"{cap}={pkg}" for cap, pkg in sorted(ctx.apps.items()))
+        self._apps = f"\nApps on this phone (launch by capability or package): {apps}" if apps else ""
 
     def _images(self, obs: Observation) -> list[bytes]:
         return [obs.screenshot] if (self.wants_screenshots and obs.screenshot) else []
@@ -67,7 +71,7 @@ class ModelPolicy:
     def decide(self, obs: Observation, feedback: str | None) -> Decision:
         """Send the new screen (as the result of the last call) and return the model's next call."""
         if len(self.messages) == 1:
-            self._add_screen(Message.user(f"Task: {self._goal}{_SCREEN}{obs.text}", self._images(obs)))
+            self._add_screen(Message.user(f"Task: {self._goal}{self._apps}{_SCREEN}{obs.text}", self._images(obs)))
         elif self._pending:
             first, *rest = self._pending
             self._add_screen(Message.tool_result(first, f"{feedback or 'done'}{_SCREEN}{obs.text}", self._images(obs)))
