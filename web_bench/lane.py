@@ -147,7 +147,8 @@ def run_lane(
         )
         results.parent.mkdir(parents=True, exist_ok=True)
         create_new_text(results, "", what="results file")
-        records_path = run_dir / "web" / RECORDS_FILE
+        # The run-level record file every lane appends to; the shared aggregation reads it.
+        records_path = run_dir / RECORDS_FILE
         outputs = [_relative(p, run_dir) for p in (results, report_path, records_path)]
         add_lane(run_dir, LaneEntry(lane="web", outputs=outputs))
         devices: dict[str, str] = {

@@ -1,4 +1,5 @@
-"""Web runs as farm records, so the shared aggregation and reports see the web lane too."""
+"""Web runs as farm records (appended to `runs/<id>/records.jsonl`), so the shared aggregation and
+reports see the web lane too."""
 
 from __future__ import annotations
 

@@ -76,7 +76,7 @@ def test_scripted_smoke_run_writes_results_records_report_and_manifest(tmp_path:
     results = tmp_path / "runs" / "r1" / "web" / "results.jsonl"
     runs = read_runs(results)
     assert len(runs) == 2 and all(r.success for r in runs)
-    records = read_records(tmp_path / "runs" / "r1" / "web" / "records.jsonl")
+    records = read_records(tmp_path / "runs" / "r1" / "records.jsonl")
     assert [(r.lane, r.task_id, r.outcome) for r in records] == [
         ("web", "order_lookup", "succeeded"), ("web", "lazy_load", "succeeded")
     ]
@@ -104,7 +104,7 @@ def test_virtual_phone_pair_is_marked_simulated(tmp_path: Path) -> None:
     runs = {r.backend: r for r in read_runs(tmp_path / "runs" / "vp" / "web" / "results.jsonl")}
     assert set(runs) == {"playwright", "android-chrome"} and all(r.success for r in runs.values())
     assert runs["android-chrome"].simulated_device and not runs["playwright"].simulated_device
-    records = {r.device: r for r in read_records(tmp_path / "runs" / "vp" / "web" / "records.jsonl")}
+    records = {r.device: r for r in read_records(tmp_path / "runs" / "vp" / "records.jsonl")}
     assert records["android-chrome"].execution == "simulated"
 
 
