@@ -137,7 +137,7 @@ def _ms(value: float | None) -> str:
 
 
 def render_summary(run: str, lines: list[ScoreLine]) -> str:
-    """summary.md: per-task table, 运行小结, and the (empty) 人工改判 section."""
+    """summary.md: per-task table, 运行小结, markers to clean up, and the (empty) 人工改判 section."""
     passed = sum(1 for ln in lines if ln.passed)
     out = [f"# eval {run}", "", f"{passed}/{len(lines)} passed (host executor).", "",
            "| id | category | expect | outcome | passed | steps | reason |", "|---|---|---|---|---|---|---|"]
@@ -155,5 +155,7 @@ def render_summary(run: str, lines: list[ScoreLine]) -> str:
         out.append(f"| {ln.id} | {_ms(m.first_feedback_ms)} | {m.round_trips if m.round_trips is not None else '—'} "
                    f"| {_ms(m.model_ms)} | {_ms(m.screen_read_ms)} | {_ms(m.action_ms)} | {_ms(m.other_ms)} "
                    f"| {_ms(m.total_ms)} | {ln.steps} | {tok} | {cost} |")
+    markers = [m for ln in lines for m in ln.markers]
+    out += ["", "## 标记数据(需人工清理)", "", *([f"- {m}" for m in markers] or ["(无)"])]
     out += ["", "## 人工改判", ""]
     return "\n".join(out) + "\n"
