@@ -242,6 +242,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(400, error_body(provider, 400, "model stub: no scripted reply left"))
             return
         if reply.delay_s > 0 and self.owner._stopping.wait(reply.delay_s):
+            # Hang up rather than leave the client waiting for a reply that will never come.
+            self.close_connection = True
             return
         headers = dict(reply.headers)
         if reply.retry_after is not None:

@@ -60,7 +60,8 @@ def test_unknown_route_is_404(stub: ModelStub) -> None:
 def test_stop_interrupts_a_slow_reply() -> None:
     stub = ModelStub().start()
     stub.script([StubReply.slow(60.0)])
-    with pytest.raises(httpx.HTTPError):
+    # The client would wait 30 s; a disconnect (not a timeout) proves stop() cut the reply short.
+    with pytest.raises(httpx.RemoteProtocolError):
         with httpx.Client(timeout=30) as http:
             import threading
 
