@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from farm.manifest import utc_now
 from farm.results.record import RunMetrics, Tokens
-from farm.scoring.evidence import EndKind, Evidence, ScreenRead
+from farm.scoring.evidence import AskEvent, ConfirmationCard, EndKind, Evidence, HandOver, ScreenRead
 from farm.scoring.transcript import ActionLine, ObservationLine, ResultLine, StepLine, StepTimings
 from host_agent import tools as t
 from host_agent.actions import ActionEnv, perform
@@ -80,7 +80,10 @@ def run_attempt(
     started_at = utc_now()
     clock = _Clock()
     reads: list[ScreenRead] = []
-    evidence: dict[str, object] = {"asks": [], "confirmations": []}
+    asks: list[AskEvent] = []
+    cards: list[ConfirmationCard] = []
+    hand_over: HandOver | None = None
+    answer: str | None = None
     tokens, cost, cost_known, round_trips = Tokens(), 0.0, True, 0
     packages: list[str] = []
     repeats: Counter[tuple[str, str, str]] = Counter()
@@ -153,13 +156,11 @@ def run_attempt(
             timings.action_ms = result.action_ms
             timings.other_ms = result.waited_ms
             if result.ask:
-                evidence["asks"].append(result.ask)  # type: ignore[attr-defined]
+                asks.append(result.ask)
             if result.card:
-                evidence["confirmations"].append(result.card)  # type: ignore[attr-defined]
-            if result.hand_over:
-                evidence["hand_over"] = result.hand_over
-            if result.answer is not None:
-                evidence["answer"] = result.answer
+                cards.append(result.card)
+            hand_over = result.hand_over or hand_over
+            answer = result.answer if result.answer is not None else answer
             if not result.ok:
                 step_errors += 1
             writer.step(StepLine(step=step, at_ms=at_ms, observation=obs_line, action=action_line,
@@ -187,10 +188,10 @@ def run_attempt(
         other_ms=max(0.0, total - clock.model - clock.screen - clock.action),
         total_ms=total,
     )
-    ev = Evidence.model_validate({
-        **evidence, "end": end, "end_reason": end_reason, "screen_reads": reads, "packages_used": packages,
-        "steps": step, "step_errors": step_errors,
-    })
+    ev = Evidence(
+        end=end, answer=answer, end_reason=end_reason, screen_reads=reads, asks=asks, confirmations=cards,
+        hand_over=hand_over, packages_used=packages, steps=step, step_errors=step_errors,
+    )
     return Attempt(
         evidence=ev,
         metrics=metrics,
