@@ -278,7 +278,8 @@ class _Lane:
         ]
         from farm.report.build import build_reports
 
-        reports = build_reports([run_dir])
+        # A run that selected the holdout pool on purpose shows it; `farm report` hides it by default.
+        reports = build_reports([run_dir], include_holdout=self.split != "tune")
         outputs += [str(p.relative_to(run_dir)) for p in reports]
         manifest.lanes[0].outputs = outputs
         manifest.status = "finished"
