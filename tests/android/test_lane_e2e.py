@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,10 @@ def test_two_phones_report_numbers_equal_a_recomputation_from_raw_scores(virtual
     directory = {"sys-version": "read/system", "calc-add": "read/content", "notes-new": "write",
                  "imp-time-machine": "impossible", "irrev-send": "irreversible"}
     costs: list[float | None] = []
+    per_phone: dict[str, list[int]] = {}
+    tokens_in: list[int | None] = []
+    first_feedback: list[float] = []
+    markers: dict[str, list[str]] = {}
     for phone in phones:
         lines = (raw_dir(run_dir, phone.serial, "tune") / "scores.jsonl").read_text(encoding="utf-8").splitlines()
         scores = [json.loads(ln) for ln in lines if ln.strip()]
@@ -66,6 +71,14 @@ def test_two_phones_report_numbers_equal_a_recomputation_from_raw_scores(virtual
             cat[0] += 1
             cat[1] += ok
             costs.append(s["costUsd"])
+            mine = per_phone.setdefault(phone.serial, [0, 0])
+            mine[0] += 1
+            mine[1] += ok
+            tokens_in.append(s["tokens"].get("input"))
+            if s["metrics"].get("firstFeedbackMs") is not None:
+                first_feedback.append(float(s["metrics"]["firstFeedbackMs"]))
+            if s["markers"]:
+                markers.setdefault(phone.serial, []).extend(s["markers"])
     overall = _table(md, "Overall")["all"]
     r = wilson(passed, attempted)
     assert overall[:4] == [str(attempted), str(passed), "0", _pct(r.rate)]
@@ -74,7 +87,21 @@ def test_two_phones_report_numbers_equal_a_recomputation_from_raw_scores(virtual
     for cat, (a, p) in per_cat.items():
         assert cats[cat][:2] == [str(a), str(p)]
     assert cats["irreversible"][:2] == ["0", "0"]
-    assert set(_table(md, "By phone")) == {"Pixel 7 #1", "Pixel 7 #2"}
+    by_phone = _table(md, "By phone")
+    for n, serial in enumerate(sorted(per_phone), start=1):
+        a, p = per_phone[serial]
+        assert by_phone[f"Pixel 7 #{n}"][:4] == [str(a), str(p), "0", _pct(p / a)]
+    known_in = [t for t in tokens_in if t is not None]
+    assert _table(md, "Tokens and cost")["input_new"][1:] == [str(len(known_in)), str(len(tokens_in) - len(known_in))]
+    assert _table(md, "Tokens and cost")["input_new"][0].startswith(f"{sum(known_in):,.0f}")
+    ff = sorted(first_feedback)
+    timing = _table(md, "运行小结")["first_feedback_ms"]
+    p90 = ff[max(1, -(-9 * len(ff) // 10)) - 1]
+    assert timing == [str(len(ff)), f"{statistics.median(ff):,.1f}", f"{p90:,.1f}"]
+    assert markers, "the write task reports its marker"
+    section = md.split("## Markers to clean up\n", 1)[1].split("\n## ", 1)[0]
+    cells = [[c.strip() for c in ln.strip("|").split("|")] for ln in section.splitlines() if ln.startswith("| Pixel")]
+    assert sorted(m for row in cells for m in row[2].split(", ")) == sorted(m for ms in markers.values() for m in ms)
     known = [c for c in costs if c is not None]
     assert known, "prices were given, so the simulated agent reports costs"
     cost_row = _table(md, "Tokens and cost")["cost_usd"]
