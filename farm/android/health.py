@@ -41,14 +41,12 @@ def battery(text: str) -> tuple[int | None, bool]:
 
 
 def free_mb(df_output: str) -> int | None:
-    """Available MB from `df -k <path>` (last data line, 1K blocks)."""
-    lines = [ln.split() for ln in df_output.strip().splitlines()[1:] if ln.strip()]
-    if not lines or len(lines[-1]) < 4:
-        return None
-    try:
-        return int(lines[-1][3]) // 1024
-    except ValueError:
-        return None
+    """Available MB from `df -k <path>` (1K blocks; the data line may wrap after a long device name)."""
+    tokens = " ".join(df_output.strip().splitlines()[1:]).split()
+    for i in range(len(tokens) - 2):
+        if all(t.isdigit() for t in tokens[i : i + 3]):
+            return int(tokens[i + 2]) // 1024
+    return None
 
 
 def version_name(device: AdbDevice, package: str) -> str | None:
@@ -91,7 +89,7 @@ def check(phone: FoundPhone, limits: HealthThresholds, profile: InstrumentProfil
                 h.reason = "screen did not wake"
                 return h
             window = shell(device, ["dumpsys", "window"])
-            if re.search(r"(mShowingLockscreen|isStatusBarKeyguard)=true", window):
+            if re.search(r"(mShowingLockscreen|isStatusBarKeyguard|mKeyguardShowing)=true", window):
                 h.reason = "keyguard still showing (a secure lock screen must be unlocked by hand)"
                 return h
         if profile is not None:

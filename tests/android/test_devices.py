@@ -46,3 +46,12 @@ def test_battery_and_storage_parsing() -> None:
     assert battery("  AC powered: false\n  status: 3\n  level: 80\n") == (80, False)
     df = "Filesystem 1K-blocks Used Available Use% Mounted on\n/dev/fuse 114688000 65536000 49152000 58% /storage\n"
     assert free_mb(df) == 48000
+
+
+def test_df_line_wrapped_after_a_long_device_name() -> None:
+    df = (
+        "Filesystem 1K-blocks Used Available Use% Mounted on\n"
+        "/dev/block/dm-very-long-name\n 1000000 400000 600000 40% /data\n"
+    )
+    assert free_mb(df) == 585
+    assert free_mb("df: /sdcard: No such file or directory\n") is None
