@@ -84,6 +84,15 @@ class InstrumentExecutor:
             else:
                 outcome.finished.append(tid)
                 outcome.statuses[tid] = status
+        if outcome.unfinished and outcome.infrastructure_error is None:
+            # The run ended normally yet skipped tasks: say why if the runner reported it (initializationError…).
+            known = set(ids)
+            other = [key for key in parser.statuses if key.split("#", 1)[1] not in known]
+            first = next((parser.stacks[k].splitlines()[0] for k in other if parser.stacks.get(k)), None)
+            test = other[0].split("#", 1)[1] if other else None
+            outcome.infrastructure_error = (
+                f"instrumentation ran {test}: {first}" if first else "instrumentation ended before these tasks ran"
+            )
         if outcome.crashed:
             progress.note("agent process crashed")
         try:

@@ -319,3 +319,17 @@ def test_an_unexpected_failure_on_one_phone_keeps_the_other_phones_results(
     assert len(bad) == TUNE and all(r.outcome == "error" for r in bad)
     assert bad[0].reasons == ["unfinished: RuntimeError: package manager answered nonsense"]
     assert json.loads((result.run_dir / "manifest.json").read_text())["status"] == "finished"
+
+
+def test_runner_failing_to_start_the_tasks_names_the_cause(virtual_farm, tmp_path: Path) -> None:
+    virtual_farm(1)
+    config = tmp_path / "farm.yaml"
+    config.write_text(
+        "profiles:\n  wrong:\n    package: dev.agentfarm.simagent\n    test_package: dev.agentfarm.simagent.test\n"
+        "    eval_class: dev.agentfarm.simagent.eval.NoSuchTest\n",
+        encoding="utf-8",
+    )
+    result = run(_request(tmp_path, run_id="r-noclass", config=config, profile="wrong"))
+    errors = [r for r in result.phones[0].records if r.outcome == "error"]
+    assert len(errors) == TUNE - 1
+    assert all("initializationError" in r.reasons[0] and "ClassNotFoundException" in r.reasons[0] for r in errors)
