@@ -51,17 +51,24 @@ def pull_run(
             raise FarmError(f"{serial}: {remote}: no such run on the phone", hint="check --run and --profile")
     except (AdbError, OSError) as exc:
         raise FarmError(f"{serial}: cannot reach the phone ({exc})") from None
+    entry = mf.PhoneEntry(
+        serial=serial, adb_server=phone.server.address(),
+        model=devices.shell(device, ["getprop", "ro.product.model"]).strip() or None,
+        android=devices.shell(device, ["getprop", "ro.build.version.release"]).strip() or None,
+        agent_version=health.version_name(device, prof.package),
+    )
     if not run_dir.exists():
-        gate = health.PhoneHealth(serial, phone.server.address(), phone.state)
-        model = devices.shell(device, ["getprop", "ro.product.model"]).strip() or None
         manifest = mf.Manifest(
             run_id=run, created_at=mf.utc_now(), command=command or [], code=mf.code_fingerprint(),
-            config=mf.redact(cfg.model_dump(mode="json")),
-            phones=[mf.PhoneEntry(serial=serial, adb_server=gate.server, model=model,
-                                  agent_version=health.version_name(device, prof.package))],
+            config=mf.redact(cfg.model_dump(mode="json")), phones=[entry],
             lanes=[mf.LaneEntry(lane="android", detail={"split": split, "profile": profile_name, "pulled": True})],
         )
         mf.create_run_dir(runs_dir, manifest)
+    else:
+        manifest = mf.load(run_dir)
+        if all(p.serial != serial for p in manifest.phones):
+            manifest.phones.append(entry)
+            mf.save(run_dir, manifest)
     result = pull_tree(device, remote, raw, cfg.pull)
     execution: Execution = "simulated" if profile_name == "sim" else "live"
     ctx = Context(run=run, device=serial, split=split, executor="instrument", execution=execution)
