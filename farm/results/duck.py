@@ -81,7 +81,7 @@ def connect(run_dirs: Sequence[Path], *, report_columns_only: bool = False) -> d
         listing = "[" + ", ".join(sql_str(f) for f in files) + "]"
         con.execute(
             f"CREATE VIEW records AS SELECT * FROM read_json({listing}, format='newline_delimited', "
-            f"columns={columns}, maximum_object_size=67108864)"
+            f"columns={columns})"
         )
     else:
         cols = ", ".join(f"CAST(NULL AS {v}) AS {k}" for k, v in wanted.items())
