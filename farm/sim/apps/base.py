@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -218,10 +219,14 @@ class App:
     Subclasses set `package`, `activity` and implement `view()`. Transient state (page, fields,
     focus, scroll) lives on the instance and dies with force-stop; what must survive a relaunch is
     saved with `save()` as JSON in the app's private dir on the phone's file system.
+    Class-level defaults of other transient attributes (`page = "list"`) are what a fresh start sees.
     """
 
     package: ClassVar[str] = ""
     activity: ClassVar[str] = ".MainActivity"
+    activities: ClassVar[dict[str, str]] = {}
+    """Activity shown on a page other than the main one (`page` → `.EditActivity`)."""
+    page: str = ""
 
     def __init__(self, ui: UiDevice) -> None:
         self.ui = ui
@@ -240,7 +245,8 @@ class App:
 
     def current_activity(self) -> str:
         """Fully qualified activity shown now (for `dumpsys window`)."""
-        return self.package + self.activity if self.activity.startswith(".") else self.activity
+        activity = self.activities.get(self.page, self.activity)
+        return self.package + activity if activity.startswith(".") else activity
 
     # behaviour ----------------------------------------------------------------------------------
     def view(self, frame: Frame) -> list[Node]:
@@ -265,6 +271,11 @@ class App:
         """Hook after a field's value changed."""
 
     # fields -------------------------------------------------------------------------------------
+    def start_form(self, *keys: str) -> None:
+        """Fresh empty fields `keys`, the first one focused."""
+        self.fields = dict.fromkeys(keys, "")
+        self.focus = keys[0]
+
     def edit(self, bounds: Bounds, key: str, hint: str, rid: str = "", password: bool = False) -> Node:
         """An EditText bound to `self.fields[key]`; an empty field shows its hint as text, like Android."""
         value = self.fields.get(key, "")
@@ -302,6 +313,21 @@ class App:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(value, ensure_ascii=False, indent=1), encoding="utf-8")
         tmp.replace(path)
+
+
+def new_id() -> str:
+    """A fresh id for a saved record."""
+    return uuid.uuid4().hex[:12]
+
+
+def by_id(records: Sequence[dict[str, Any]], record_id: str | None) -> dict[str, Any] | None:
+    """The record with `id` == record_id, if any."""
+    return next((r for r in records if r["id"] == record_id), None)
+
+
+def without(records: Sequence[dict[str, Any]], record_id: str | None) -> list[dict[str, Any]]:
+    """`records` minus the one with `id` == record_id."""
+    return [r for r in records if r["id"] != record_id]
 
 
 def modal(app: App, bounds: Bounds, children: Sequence[Node], rid: str = "") -> Node:

@@ -3,26 +3,11 @@
 from __future__ import annotations
 
 import re
-import uuid
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from farm.sim.apps.base import (
-    App,
-    Bounds,
-    Frame,
-    ListItem,
-    Node,
-    button,
-    image_button,
-    label,
-    row,
-    scroll_list,
-    title_bar,
-)
-
-if TYPE_CHECKING:
-    from farm.sim.ui import UiDevice
+from farm.sim.apps.base import App, Frame, ListItem, Node, label, new_id, title_bar
+from farm.sim.apps.forms import Fab, Field, editor_page, line_row, list_screen
 
 _WHEN = re.compile(r"^\s*(\d{4})-(\d{1,2})-(\d{1,2})(?:\s+(\d{1,2})[:：](\d{2}))?\s*$")
 
@@ -49,10 +34,8 @@ class CalendarApp(App):
 
     package = "com.android.calendar"
     activity = ".AllInOneActivity"
-
-    def __init__(self, ui: UiDevice) -> None:
-        super().__init__(ui)
-        self.page = "agenda"
+    activities = {"edit": ".EditEventActivity"}
+    page = "agenda"
 
     def events(self) -> list[dict[str, Any]]:
         """Saved events by start; a fresh phone has two upcoming sample events (relative to today)."""
@@ -72,7 +55,8 @@ class CalendarApp(App):
         return False
 
     def new_event(self) -> None:
-        self.page, self.fields, self.focus = "edit", {"title": "", "when": ""}, "title"
+        self.page = "edit"
+        self.start_form("title", "when")
 
     def save_event(self) -> None:
         when = parse_when(self.fields.get("when", ""))
@@ -81,41 +65,21 @@ class CalendarApp(App):
             self.ui.toast("请输入标题和时间(例如 2026-12-03 09:30)")
             return
         events = self.events()
-        events.append({"id": uuid.uuid4().hex[:12], "title": title, "when": when})
+        events.append({"id": new_id(), "title": title, "when": when})
         self.save("events", events)
         self.page, self.focus = "agenda", None
         self.ui.toast("已保存活动")
 
-    def current_activity(self) -> str:
-        return self.package + (".EditEventActivity" if self.page == "edit" else self.activity)
-
     def view(self, frame: Frame) -> list[Node]:
         if self.page == "edit":
-            nodes = title_bar(self, frame, "新建活动", self.back)
-            nodes.append(self.edit(frame.take(64), "title", "标题", rid=self.rid("title_input")))
-            nodes.append(self.edit(frame.take(64), "when", "时间 (YYYY-MM-DD HH:MM)", rid=self.rid("when")))
-            frame.take(16)
-            nodes.append(button(frame.take(64), "保存", self.save_event, rid=self.rid("save")))
-            return nodes
+            fields = [Field("title", "标题", "title_input"), Field("when", "时间 (YYYY-MM-DD HH:MM)", "when")]
+            return editor_page(self, frame, "新建活动", self.back, fields, self.save_event)
         nodes = title_bar(self, frame, "日历")
         nodes.append(label(frame.take(48), self.ui.now().strftime("今天 %Y年%m月%d日"), rid=self.rid("today")))
-        fab_row = frame.take_bottom(88)
-        events = self.events()
-        if events:
-            nodes.append(scroll_list(self, "events", frame.rest(), [self._item(e) for e in events],
-                                     rid=self.rid("agenda_list")))
-        else:
-            nodes.append(label(frame.take(64), "没有活动", rid=self.rid("empty")))
-        left, top, right, bottom = fab_row
-        fab = (right - self.ui.dp(88), top + self.ui.dp(12), right - self.ui.dp(24), bottom - self.ui.dp(12))
-        nodes.append(image_button(fab, "新建活动", self.new_event, rid=self.rid("floating_action_button")))
-        return nodes
+        return list_screen(self, frame, nodes, "events", [self._item(e) for e in self.events()], "agenda_list",
+                           empty="没有活动", fab=Fab("新建活动", self.new_event, "floating_action_button"))
 
     def _item(self, event: dict[str, Any]) -> ListItem:
-        def build(bounds: Bounds) -> Node:
-            inner = (bounds[0] + self.ui.dp(16), bounds[1], bounds[2], bounds[3])
-            when = event["when"] if " " in event["when"] else f"{event['when']} 全天"
-            return row(bounds, [label(inner, f"{when}  {event['title']}", rid=self.rid("event_title"))],
-                       None, rid=self.rid("agenda_item"))
-
-        return ListItem(64, build)
+        when = event["when"] if " " in event["when"] else f"{event['when']} 全天"
+        return ListItem(64, lambda b: line_row(self, b, f"{when}  {event['title']}", "event_title", None,
+                                               "agenda_item"))
