@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import re
-import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from farm.sim.apps.base import (
     App,
@@ -13,18 +12,16 @@ from farm.sim.apps.base import (
     ListItem,
     Node,
     button,
-    image_button,
+    by_id,
     label,
+    new_id,
     row,
-    scroll_list,
     split_h,
     switch,
-    tab,
     title_bar,
+    without,
 )
-
-if TYPE_CHECKING:
-    from farm.sim.ui import UiDevice
+from farm.sim.apps.forms import Fab, Field, Form, list_screen, tab_bar
 
 _TIME = re.compile(
     r"^\s*(凌晨|早上|上午|中午|下午|晚上)?\s*([01]?\d|2[0-3])\s*[:：]\s*([0-5]\d)\s*([AaPp][Mm])?\s*$"
@@ -55,17 +52,18 @@ def display_time(hhmm: str) -> str:
     return f"{'上午' if hour < 12 else '下午'}{hour % 12 or 12}:{minute}"
 
 
+TABS = [("alarms", "闹钟", "tab_alarm"), ("clock", "时钟", "tab_clock")]
+
+
 class ClockApp(App):
     """DeskClock look-alike: tabs 闹钟 / 时钟; `+` (content-desc 添加闹钟) opens the editor."""
 
     package = "com.android.deskclock"
     activity = ".DeskClock"
-
-    def __init__(self, ui: UiDevice) -> None:
-        super().__init__(ui)
-        self.page = "alarms"
-        self.editing: str | None = None
-        self.weekdays = False
+    activities = {"edit": ".AlarmEditActivity"}
+    page = "alarms"
+    editing: str | None = None
+    weekdays = False
 
     def alarms(self) -> list[dict[str, Any]]:
         """Saved alarms, sorted by time."""
@@ -79,10 +77,7 @@ class ClockApp(App):
             self.new_alarm()
 
     def back(self) -> bool:
-        if self.page == "edit":
-            self.page = "alarms"
-            return True
-        if self.page == "clock":
+        if self.page in ("edit", "clock"):
             self.page = "alarms"
             return True
         return False
@@ -90,12 +85,11 @@ class ClockApp(App):
     # actions --------------------------------------------------------------------------------------
     def new_alarm(self) -> None:
         self.page, self.editing = "edit", None
-        self.fields = {"time": "", "label": ""}
+        self.start_form("time", "label")
         self.weekdays = False
-        self.focus = "time"
 
     def edit_alarm(self, alarm_id: str) -> None:
-        alarm = next((a for a in self.alarms() if a["id"] == alarm_id), None)
+        alarm = by_id(self.alarms(), alarm_id)
         if alarm is None:
             return
         self.page, self.editing = "edit", alarm_id
@@ -115,48 +109,41 @@ class ClockApp(App):
         if time is None:
             self.ui.toast("请输入有效的时间,例如 07:30 或 下午9:20")
             return
-        alarms = [a for a in self.alarms() if a["id"] != self.editing]
-        alarm_id = self.editing or uuid.uuid4().hex[:12]
-        alarms.append({"id": alarm_id, "time": time, "label": self.fields.get("label", "").strip(), "enabled": True,
-                       "repeat": "weekdays" if self.weekdays else "once"})
+        alarms = without(self.alarms(), self.editing)
+        alarms.append({"id": self.editing or new_id(), "time": time, "label": self.fields.get("label", "").strip(),
+                       "enabled": True, "repeat": "weekdays" if self.weekdays else "once"})
         self._store(alarms)
-        self.page, self.editing, self.focus = "alarms", None, None
+        self.back_to_list()
         self.ui.toast(f"闹钟已设置为 {display_time(time)}")
 
     def delete_alarm(self) -> None:
-        self._store([a for a in self.alarms() if a["id"] != self.editing])
-        self.page, self.editing, self.focus = "alarms", None, None
+        self._store(without(self.alarms(), self.editing))
+        self.back_to_list()
         self.ui.toast("已删除闹钟")
 
-    def current_activity(self) -> str:
-        return self.package + (".AlarmEditActivity" if self.page == "edit" else ".DeskClock")
+    def flip_weekdays(self) -> None:
+        self.weekdays = not self.weekdays
+
+    def back_to_list(self) -> None:
+        self.page, self.editing, self.focus = "alarms", None, None
+
+    def go(self, page: str) -> None:
+        self.page = page
 
     # view -----------------------------------------------------------------------------------------
     def view(self, frame: Frame) -> list[Node]:
         if self.page == "edit":
             return self._editor(frame)
         tabs_row = frame.take_bottom(80)
-        t_alarm, t_clock = split_h(tabs_row, [1, 1])
-        nodes: list[Node] = []
         if self.page == "clock":
-            nodes += title_bar(self, frame, "时钟")
+            nodes = title_bar(self, frame, "时钟")
             nodes.append(label(frame.take(96), self.ui.now().strftime("%H:%M"), rid=self.rid("digital_clock")))
             nodes.append(label(frame.take(32), self.ui.now().strftime("%Y年%m月%d日"), rid=self.rid("date")))
         else:
-            nodes += title_bar(self, frame, "闹钟")
-            fab_row = frame.take_bottom(88)
-            items = [self._alarm_item(a) for a in self.alarms()]
-            nodes.append(scroll_list(self, "alarms", frame.rest(), items, rid=self.rid("alarm_recycler_view")))
-            left, top, right, bottom = fab_row
-            c = (left + right) // 2
-            fab = (c - self.ui.dp(32), top + self.ui.dp(12), c + self.ui.dp(32), bottom - self.ui.dp(12))
-            nodes.append(image_button(fab, "添加闹钟", self.new_alarm, rid=self.rid("fab")))
-        nodes.append(tab(t_alarm, "闹钟", self.page == "alarms", lambda: self._go("alarms"), rid=self.rid("tab_alarm")))
-        nodes.append(tab(t_clock, "时钟", self.page == "clock", lambda: self._go("clock"), rid=self.rid("tab_clock")))
-        return nodes
-
-    def _go(self, page: str) -> None:
-        self.page = page
+            nodes = list_screen(self, frame, title_bar(self, frame, "闹钟"), "alarms",
+                                [self._alarm_item(a) for a in self.alarms()], "alarm_recycler_view",
+                                fab=Fab("添加闹钟", self.new_alarm, "fab", centred=True))
+        return nodes + tab_bar(self, tabs_row, TABS, self.page, self.go)
 
     def _alarm_item(self, alarm: dict[str, Any]) -> ListItem:
         def build(bounds: Bounds) -> Node:
@@ -179,23 +166,14 @@ class ClockApp(App):
         return ListItem(96, build)
 
     def _editor(self, frame: Frame) -> list[Node]:
-        nodes = title_bar(self, frame, "修改闹钟" if self.editing else "添加闹钟", self.back_to_list)
-        nodes.append(label(frame.take(32), "时间", rid=self.rid("time_title")))
-        nodes.append(self.edit(frame.take(64), "time", "时间(如 07:30、下午9:20)", rid=self.rid("time")))
-        nodes.append(label(frame.take(32), "标签", rid=self.rid("label_title")))
-        nodes.append(self.edit(frame.take(64), "label", "标签", rid=self.rid("edit_label")))
-        nodes.append(switch(frame.take(56), "仅工作日(周一至周五)", self.weekdays, self.flip_weekdays,
-                            rid=self.rid("repeat_weekdays")))
-        frame.take(16)
+        form = Form(self, frame, title_bar(self, frame, "修改闹钟" if self.editing else "添加闹钟", self.back_to_list))
+        form.field(Field("time", "时间(如 07:30、下午9:20)", "time", caption="时间", caption_rid="time_title"))
+        form.field(Field("label", "标签", "edit_label", caption="标签", caption_rid="label_title"))
+        form.switch(56, "仅工作日(周一至周五)", self.weekdays, self.flip_weekdays, "repeat_weekdays")
+        form.gap()
         cols = split_h(frame.take(64), [1, 1, 1] if self.editing else [1, 1])
-        nodes.append(button(cols[0], "取消", self.back_to_list, rid=self.rid("cancel")))
-        nodes.append(button(cols[-1], "保存", self.save_alarm, rid=self.rid("save")))
+        form.add(button(cols[0], "取消", self.back_to_list, rid=self.rid("cancel")))
+        form.add(button(cols[-1], "保存", self.save_alarm, rid=self.rid("save")))
         if self.editing:
-            nodes.append(button(cols[1], "删除", self.delete_alarm, rid=self.rid("delete")))
-        return nodes
-
-    def flip_weekdays(self) -> None:
-        self.weekdays = not self.weekdays
-
-    def back_to_list(self) -> None:
-        self.page, self.editing, self.focus = "alarms", None, None
+            form.add(button(cols[1], "删除", self.delete_alarm, rid=self.rid("delete")))
+        return form.nodes

@@ -5,25 +5,9 @@ from __future__ import annotations
 import os
 import posixpath
 import shutil
-from typing import TYPE_CHECKING
 
-from farm.sim.apps.base import (
-    App,
-    Bounds,
-    Frame,
-    ListItem,
-    Node,
-    button,
-    label,
-    modal,
-    row,
-    scroll_list,
-    split_h,
-    title_bar,
-)
-
-if TYPE_CHECKING:
-    from farm.sim.ui import UiDevice
+from farm.sim.apps.base import App, Bounds, Frame, ListItem, Node, button, label, split_h, title_bar
+from farm.sim.apps.forms import Dialog, Field, delete_dialog, list_screen, two_line_row
 
 ROOT = "/sdcard"
 
@@ -41,13 +25,10 @@ class FilesApp(App):
 
     package = "com.android.documentsui"
     activity = ".files.FilesActivity"
-
-    def __init__(self, ui: UiDevice) -> None:
-        super().__init__(ui)
-        self.cwd = ROOT
-        self.dialog = False
-        self.selected: str | None = None
-        self.confirm_delete = False
+    cwd = ROOT
+    dialog = False
+    selected: str | None = None
+    confirm_delete = False
 
     def entries(self) -> list[tuple[str, bool, int]]:
         """(name, is_dir, size) in the current directory; symlinks are shown as files, never followed."""
@@ -111,7 +92,8 @@ class FilesApp(App):
         self.ui.toast(f"已删除“{name}”")
 
     def ask_folder(self) -> None:
-        self.dialog, self.fields, self.focus = True, {"folder": ""}, "folder"
+        self.dialog = True
+        self.start_form("folder")
 
     def create_folder(self) -> None:
         name = self.fields.get("folder", "").strip()
@@ -148,11 +130,8 @@ class FilesApp(App):
             nodes.append(button(del_b, "删除", self.ask_delete, rid=self.rid("action_menu_delete")))
             nodes.append(button(clear_b, "取消", self.clear_selection, rid=self.rid("action_menu_clear")))
         entries = self.entries()
-        if entries:
-            nodes.append(scroll_list(self, "files", frame.rest(), [self._item(*e) for e in entries],
-                                     rid=self.rid("dir_list")))
-        else:
-            nodes.append(label(frame.take(64), "没有任何文件", rid=self.rid("message")))
+        nodes = list_screen(self, frame, nodes, "files", [self._item(*e) for e in entries], "dir_list",
+                            empty="没有任何文件", empty_rid="message")
         if self.dialog:
             nodes.append(self._dialog(frame))
         if self.confirm_delete and self.selected is not None:
@@ -161,14 +140,10 @@ class FilesApp(App):
 
     def _item(self, name: str, is_dir: bool, size: int) -> ListItem:
         def build(bounds: Bounds) -> Node:
-            left, top, right, bottom = bounds
-            pad = self.ui.dp(16)
-            mid = top + (bottom - top) * 3 // 5
-            kids = [label((left + pad, top, right - pad, mid), name, rid="android:id/title"),
-                    label((left + pad, mid, right - pad, bottom), "文件夹" if is_dir else _size(size),
-                          rid=self.rid("details"))]
-            item = row(bounds, kids, (lambda: self.open_dir(name)) if is_dir else (lambda: self.tap_file(name)),
-                       rid=self.rid("item_root"))
+            detail = "文件夹" if is_dir else _size(size)
+            tap = (lambda: self.open_dir(name)) if is_dir else (lambda: self.tap_file(name))
+            item = two_line_row(self, bounds, (name, "android:id/title"), (detail, "details"), tap, rid="item_root",
+                                ratio=(3, 5))
             item.long_clickable, item.on_long_tap = True, lambda: self.select(name)
             item.selected = self.selected == name
             return item
@@ -180,26 +155,14 @@ class FilesApp(App):
             self.selected = name
 
     def _delete_dialog(self, frame: Frame, name: str) -> Node:
-        w = self.phone.profile.screen.width
-        box = Frame((frame.dp(24), frame.dp(400), w - frame.dp(24), frame.dp(560)), frame.density)
-        bounds = box.rest()
-        kids = [label(box.take(64), f"要删除“{name}”吗?", rid="android:id/message")]
-        cancel, ok = split_h(box.take(64), [1, 1])
-        kids.append(button(cancel, "取消", self.clear_selection, rid="android:id/button2"))
-        kids.append(button(ok, "删除", self.delete_selected, rid="android:id/button1"))
-        return modal(self, bounds, kids, rid="android:id/parentPanel")
+        return delete_dialog(self, frame.dp(400), frame.dp(560), name, self.clear_selection, self.delete_selected)
 
     def _dialog(self, frame: Frame) -> Node:
-        w = self.phone.profile.screen.width
         top = frame.dp(400)
-        box = Frame((frame.dp(24), top, w - frame.dp(24), top + frame.dp(200)), frame.density)
-        bounds = box.rest()
-        kids = [label(box.take(56), "新建文件夹", rid="android:id/alertTitle"),
-                self.edit(box.take(64), "folder", "文件夹名称", rid="android:id/text1")]
-        cancel, ok = split_h(box.take(64), [1, 1])
-        kids.append(button(cancel, "取消", self.cancel_dialog, rid="android:id/button2"))
-        kids.append(button(ok, "确定", self.create_folder, rid="android:id/button1"))
-        return modal(self, bounds, kids, rid="android:id/parentPanel")
+        dialog = Dialog(self, top, top + frame.dp(200))
+        dialog.text(56, "新建文件夹", "android:id/alertTitle")
+        dialog.field(Field("folder", "文件夹名称", "android:id/text1"))
+        return dialog.close(self.cancel_dialog, "确定", self.create_folder)
 
 
 def _entry_size(entry: os.DirEntry[str]) -> int:

@@ -3,25 +3,10 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from farm.sim.apps.base import (
-    App,
-    Bounds,
-    Frame,
-    ListItem,
-    Node,
-    button,
-    label,
-    modal,
-    row,
-    scroll_list,
-    split_h,
-    title_bar,
-)
-
-if TYPE_CHECKING:
-    from farm.sim.ui import UiDevice
+from farm.sim.apps.base import App, Bounds, Frame, ListItem, Node, button, label, scroll_list, split_h, title_bar
+from farm.sim.apps.forms import Dialog, two_line_row
 
 CONVERSATIONS = [
     {"id": "filehelper", "name": "文件传输助手"},
@@ -42,11 +27,8 @@ class MessengerApp(App):
 
     package = "dev.agentfarm.messenger"
     activity = ".MainActivity"
-
-    def __init__(self, ui: UiDevice) -> None:
-        super().__init__(ui)
-        self.chat: str | None = None
-        self.pending: str | None = None
+    chat: str | None = None
+    pending: str | None = None
 
     def messages(self) -> dict[str, list[dict[str, Any]]]:
         """Every conversation's messages, oldest first."""
@@ -69,7 +51,8 @@ class MessengerApp(App):
         return False
 
     def open_chat(self, conv: str) -> None:
-        self.chat, self.fields, self.focus = conv, {"input": ""}, "input"
+        self.chat = conv
+        self.start_form("input")
 
     def press_send(self) -> None:
         text = self.fields.get("input", "").strip()
@@ -113,16 +96,10 @@ class MessengerApp(App):
         self.chat, self.pending, self.focus = None, None, None
 
     def _conv_item(self, conv: dict[str, str], msgs: list[dict[str, Any]]) -> ListItem:
-        def build(bounds: Bounds) -> Node:
-            left, top, right, bottom = bounds
-            pad, mid = self.ui.dp(16), top + (bottom - top) // 2
-            last = msgs[-1]["text"] if msgs else ""
-            kids = [label((left + pad, top, right - pad, mid), conv["name"], rid=self.rid("conv_name")),
-                    label((left + pad, mid, right - pad, bottom), last, rid=self.rid("conv_last"))]
-            return row(bounds, kids, lambda: self.open_chat(conv["id"]), rid=self.rid("conversation"),
-                       desc=conv["name"])
-
-        return ListItem(80, build)
+        last = msgs[-1]["text"] if msgs else ""
+        return ListItem(80, lambda b: two_line_row(self, b, (conv["name"], "conv_name"), (last, "conv_last"),
+                                                   lambda: self.open_chat(conv["id"]), rid="conversation",
+                                                   desc=conv["name"]))
 
     def _msg_item(self, msg: dict[str, Any]) -> ListItem:
         def build(bounds: Bounds) -> Node:
@@ -135,17 +112,11 @@ class MessengerApp(App):
         return ListItem(64, build)
 
     def _card(self) -> Node:
-        w = self.phone.profile.screen.width
         top = self.ui.dp(300)
-        box = Frame((self.ui.dp(24), top, w - self.ui.dp(24), top + self.ui.dp(300)), self.density)
-        bounds = box.rest()
-        kids = [
-            label(box.take(56), "发送前请确认", rid=self.rid("confirm_title")),
-            label(box.take(48), "操作:发送消息", rid=self.rid("confirm_action")),
-            label(box.take(48), f"对象:{self.name(self.chat)}", rid=self.rid("confirm_target")),
-            label(box.take(72), f"内容:{self.pending}", rid=self.rid("confirm_content")),
-        ]
-        cancel_b, ok_b = split_h(box.take(64), [1, 1])
-        kids.append(button(cancel_b, "取消", self.cancel, rid=self.rid("confirm_cancel")))
-        kids.append(button(ok_b, "确认发送", self.confirm, rid=self.rid("confirm_ok")))
-        return modal(self, bounds, kids, rid=self.rid("confirm_card"))
+        card = Dialog(self, top, top + self.ui.dp(300))
+        card.text(56, "发送前请确认", "confirm_title")
+        card.text(48, "操作:发送消息", "confirm_action")
+        card.text(48, f"对象:{self.name(self.chat)}", "confirm_target")
+        card.text(72, f"内容:{self.pending}", "confirm_content")
+        return card.close(self.cancel, "确认发送", self.confirm, rid="confirm_card", cancel_rid="confirm_cancel",
+                          ok_rid="confirm_ok")

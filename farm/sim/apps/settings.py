@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from farm.sim.apps.base import App, Bounds, Frame, ListItem, Node, label, row, scroll_list, switch, title_bar
-
-if TYPE_CHECKING:
-    from farm.sim.ui import UiDevice
+from farm.sim.apps.base import App, Bounds, Frame, ListItem, Node, scroll_list, switch, title_bar
+from farm.sim.apps.forms import two_line_row
 
 # (table, key, on value, off value, default)
 _TOGGLES: dict[str, tuple[str, str, str, str, str]] = {
@@ -23,16 +19,11 @@ class SettingsApp(App):
 
     package = "com.android.settings"
     activity = ".Settings"
-
-    def __init__(self, ui: UiDevice) -> None:
-        super().__init__(ui)
-        self.page = "main"
-
-    def current_activity(self) -> str:
-        sub = {"about": ".Settings$MyDeviceInfoActivity", "network": ".Settings$NetworkDashboardActivity",
-               "devices": ".Settings$ConnectedDeviceDashboardActivity", "display": ".Settings$DisplaySettingsActivity",
-               "battery": ".Settings$PowerUsageSummaryActivity", "storage": ".Settings$StorageDashboardActivity"}
-        return self.package + sub.get(self.page, self.activity)
+    activities = {"about": ".Settings$MyDeviceInfoActivity", "network": ".Settings$NetworkDashboardActivity",
+                  "devices": ".Settings$ConnectedDeviceDashboardActivity",
+                  "display": ".Settings$DisplaySettingsActivity", "battery": ".Settings$PowerUsageSummaryActivity",
+                  "storage": ".Settings$StorageDashboardActivity"}
+    page = "main"
 
     def back(self) -> bool:
         if self.page != "main":
@@ -55,16 +46,9 @@ class SettingsApp(App):
 
     # view -------------------------------------------------------------------------------------------
     def _entry(self, title: str, summary: str, target: str | None) -> ListItem:
-        def build(bounds: Bounds) -> Node:
-            left, top, right, bottom = bounds
-            pad = self.ui.dp(16)
-            mid = (top + bottom) // 2
-            kids = [label((left + pad, top, right - pad, mid), title, rid="android:id/title")]
-            if summary:
-                kids.append(label((left + pad, mid, right - pad, bottom), summary, rid="android:id/summary"))
-            return row(bounds, kids, (lambda: self.open(target)) if target else None)
-
-        return ListItem(72, build)
+        return ListItem(72, lambda b: two_line_row(self, b, (title, "android:id/title"),
+                                                   (summary, "android:id/summary") if summary else None,
+                                                   (lambda: self.open(target)) if target else None))
 
     def _toggle(self, name: str) -> ListItem:
         def build(bounds: Bounds) -> Node:

@@ -5,20 +5,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from farm.sim.apps.base import (
-    App,
-    Bounds,
-    Frame,
-    ListItem,
-    Node,
-    button,
-    label,
-    row,
-    scroll_list,
-    split_h,
-    tab,
-    title_bar,
-)
+from farm.sim.apps.base import App, Bounds, Frame, ListItem, Node, button, label, row, scroll_list, split_h, title_bar
+from farm.sim.apps.forms import Field, Form, list_screen, tab_bar
 
 if TYPE_CHECKING:
     from farm.sim.ui import UiDevice
@@ -36,6 +24,7 @@ PRODUCTS: list[dict[str, Any]] = [
     {"id": "p9", "name": "瑜伽垫", "price": "69.00", "stock": 120, "desc": "加厚 8mm"},
     {"id": "p10", "name": "电动牙刷", "price": "159.00", "stock": 98, "desc": "声波震动,三种模式"},
 ]
+TABS = [("home", "首页", "tab_home"), ("cart", "购物车", "tab_cart"), ("orders", "我的订单", "tab_orders")]
 
 
 class ShopApp(App):
@@ -43,21 +32,18 @@ class ShopApp(App):
 
     package = "dev.agentfarm.shop"
     activity = ".MainActivity"
+    activities = {"detail": ".ProductActivity", "login": ".LoginActivity", "checkout": ".CheckoutActivity"}
+    page = "home"
+    product: str | None = None
+    after_login = "orders"
 
     def __init__(self, ui: UiDevice) -> None:
         super().__init__(ui)
-        self.page = "home"
-        self.product: str | None = None
         self.cart: list[str] = []
-        self.after_login = "orders"
 
     @property
     def signed_in(self) -> bool:
         return self.package in self.phone.profile.signed_in
-
-    def current_activity(self) -> str:
-        return self.package + {"detail": ".ProductActivity", "login": ".LoginActivity",
-                               "checkout": ".CheckoutActivity"}.get(self.page, self.activity)
 
     def back(self) -> bool:
         if self.page in ("detail", "login", "checkout", "cart", "orders"):
@@ -108,18 +94,15 @@ class ShopApp(App):
             return self._login(frame)
         if self.page == "checkout":
             return self._checkout(frame)
-        tabs = split_h(frame.take_bottom(72), [1, 1, 1])
+        tabs_row = frame.take_bottom(72)
         if self.page == "orders":
-            nodes = title_bar(self, frame, "我的订单")
-            orders = self.load("orders", [])
-            items = [self._text_item(f"{o['product']}  ¥{o['amount']}  {o['store']}") for o in orders]
-            nodes.append(scroll_list(self, "orders", frame.rest(), items, rid=self.rid("order_list")) if items
-                         else label(frame.take(64), "暂无订单", rid=self.rid("empty")))
+            items = [self._text_item(f"{o['product']}  ¥{o['amount']}  {o['store']}") for o in self.load("orders", [])]
+            nodes = list_screen(self, frame, title_bar(self, frame, "我的订单"), "orders", items, "order_list",
+                                empty="暂无订单")
         elif self.page == "cart":
-            nodes = title_bar(self, frame, "购物车")
             items = [self._text_item(f"{_product(pid)['name']}  ¥{_product(pid)['price']}") for pid in self.cart]
-            nodes.append(scroll_list(self, "cart", frame.rest(), items, rid=self.rid("cart_list")) if items
-                         else label(frame.take(64), "购物车是空的", rid=self.rid("empty")))
+            nodes = list_screen(self, frame, title_bar(self, frame, "购物车"), "cart", items, "cart_list",
+                                empty="购物车是空的")
         else:
             nodes = title_bar(self, frame, "好物商城")
             nodes.append(self.edit(frame.take(56), "search", "搜索商品", rid=self.rid("search")))
@@ -127,11 +110,7 @@ class ShopApp(App):
             shown = [p for p in PRODUCTS if query in p["name"]]
             nodes.append(scroll_list(self, "products", frame.rest(), [self._product_item(p) for p in shown],
                                      rid=self.rid("product_list")))
-        nodes.append(tab(tabs[0], "首页", self.page == "home", lambda: self.go("home"), rid=self.rid("tab_home")))
-        nodes.append(tab(tabs[1], "购物车", self.page == "cart", lambda: self.go("cart"), rid=self.rid("tab_cart")))
-        nodes.append(tab(tabs[2], "我的订单", self.page == "orders", lambda: self.go("orders"),
-                         rid=self.rid("tab_orders")))
-        return nodes
+        return nodes + tab_bar(self, tabs_row, TABS, self.page, self.go)
 
     def _text_item(self, text: str) -> ListItem:
         return ListItem(64, lambda b: label((b[0] + self.ui.dp(16), b[1], b[2], b[3]), text, rid=self.rid("item")))
@@ -148,37 +127,37 @@ class ShopApp(App):
 
     def _detail(self, frame: Frame) -> list[Node]:
         p = _product(self.product)
-        nodes = title_bar(self, frame, "商品详情", self.back_home)
-        nodes.append(label(frame.take(56), p["name"], rid=self.rid("detail_name")))
-        nodes.append(label(frame.take(48), f"¥{p['price']}", rid=self.rid("detail_price")))
-        nodes.append(label(frame.take(40), p["desc"], rid=self.rid("detail_desc")))
-        nodes.append(label(frame.take(40), f"库存 {p['stock']} 件", rid=self.rid("detail_stock")))
-        nodes.append(label(frame.take(40), f"店铺:{STORE}", rid=self.rid("detail_store")))
+        form = Form(self, frame, title_bar(self, frame, "商品详情", self.back_home))
+        form.text(56, p["name"], "detail_name")
+        form.text(48, f"¥{p['price']}", "detail_price")
+        form.text(40, p["desc"], "detail_desc")
+        form.text(40, f"库存 {p['stock']} 件", "detail_stock")
+        form.text(40, f"店铺:{STORE}", "detail_store")
         cart_b, buy_b = split_h(frame.take_bottom(72), [1, 1])
-        nodes.append(button(cart_b, "加入购物车", self.add_to_cart, rid=self.rid("add_to_cart")))
-        nodes.append(button(buy_b, "立即购买", self.buy, rid=self.rid("buy_now")))
-        return nodes
+        form.add(button(cart_b, "加入购物车", self.add_to_cart, rid=self.rid("add_to_cart")))
+        form.add(button(buy_b, "立即购买", self.buy, rid=self.rid("buy_now")))
+        return form.nodes
 
     def _login(self, frame: Frame) -> list[Node]:
-        nodes = title_bar(self, frame, "账号登录", self.back_home)
-        nodes.append(label(frame.take(48), "登录后查看我的订单", rid=self.rid("login_tip")))
-        nodes.append(self.edit(frame.take(64), "account", "账号", rid=self.rid("account")))
-        nodes.append(self.edit(frame.take(64), "password", "密码", rid=self.rid("password"), password=True))
+        form = Form(self, frame, title_bar(self, frame, "账号登录", self.back_home))
+        form.text(48, "登录后查看我的订单", "login_tip")
+        form.field(Field("account", "账号", "account"))
+        form.field(Field("password", "密码", "password", password=True))
         code_b, get_b = split_h(frame.take(64), [2, 1])
-        nodes.append(self.edit(code_b, "captcha", "验证码", rid=self.rid("captcha")))
-        nodes.append(button(get_b, "获取验证码", lambda: self.ui.toast("验证码已发送"), rid=self.rid("get_code")))
-        frame.take(16)
-        nodes.append(button(frame.take(64), "登录", self.login, rid=self.rid("login")))
-        return nodes
+        form.add(self.edit(code_b, "captcha", "验证码", rid=self.rid("captcha")))
+        form.add(button(get_b, "获取验证码", lambda: self.ui.toast("验证码已发送"), rid=self.rid("get_code")))
+        form.gap()
+        form.button(64, "登录", self.login, "login")
+        return form.nodes
 
     def _checkout(self, frame: Frame) -> list[Node]:
         p = _product(self.product)
-        nodes = title_bar(self, frame, "确认订单", self.back_home)
-        nodes.append(label(frame.take(48), f"店铺:{STORE}", rid=self.rid("checkout_store")))
-        nodes.append(label(frame.take(48), p["name"], rid=self.rid("checkout_name")))
-        nodes.append(label(frame.take(48), f"合计:¥{p['price']}", rid=self.rid("checkout_amount")))
-        nodes.append(button(frame.take_bottom(72), "提交订单", self.submit_order, rid=self.rid("submit_order")))
-        return nodes
+        form = Form(self, frame, title_bar(self, frame, "确认订单", self.back_home))
+        form.text(48, f"店铺:{STORE}", "checkout_store")
+        form.text(48, p["name"], "checkout_name")
+        form.text(48, f"合计:¥{p['price']}", "checkout_amount")
+        form.add(button(frame.take_bottom(72), "提交订单", self.submit_order, rid=self.rid("submit_order")))
+        return form.nodes
 
     def back_home(self) -> None:
         self.back()

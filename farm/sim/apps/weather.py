@@ -4,25 +4,9 @@ from __future__ import annotations
 
 import random
 from datetime import date, timedelta
-from typing import TYPE_CHECKING
 
-from farm.sim.apps.base import (
-    Action,
-    App,
-    Bounds,
-    Frame,
-    ListItem,
-    Node,
-    label,
-    row,
-    scroll_list,
-    split_h,
-    tab,
-    title_bar,
-)
-
-if TYPE_CHECKING:
-    from farm.sim.ui import UiDevice
+from farm.sim.apps.base import App, Bounds, Frame, ListItem, Node, label, row, scroll_list, split_h, title_bar
+from farm.sim.apps.forms import tab_bar
 
 # City → (winter mean high, summer mean high) in °C.
 CITIES: dict[str, tuple[int, int]] = {"北京": (3, 31), "上海": (9, 32), "杭州": (9, 33)}
@@ -46,22 +30,15 @@ class WeatherApp(App):
 
     package = "dev.agentfarm.weather"
     activity = ".MainActivity"
-
-    def __init__(self, ui: UiDevice) -> None:
-        super().__init__(ui)
-        self.city = "北京"
+    city = "北京"
 
     def pick(self, city: str) -> None:
         self.city = city
         self.scroll.pop("days", None)
 
-    def _picker(self, city: str) -> Action:
-        return lambda: self.pick(city)
-
     def view(self, frame: Frame) -> list[Node]:
         nodes = title_bar(self, frame, "天气")
-        for city, bounds in zip(CITIES, split_h(frame.take(56), [1] * len(CITIES)), strict=True):
-            nodes.append(tab(bounds, city, city == self.city, self._picker(city), rid=self.rid("city_tab")))
+        nodes += tab_bar(self, frame.take(56), [(city, city, "city_tab") for city in CITIES], self.city, self.pick)
         today = self.ui.now().date()
         sky, high, low = forecast(self.city, today)
         nodes.append(label(frame.take(40), self.city, rid=self.rid("city_name")))
