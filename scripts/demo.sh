@@ -25,9 +25,12 @@ trap cleanup EXIT
 echo "== starting two virtual phones (adb server on 127.0.0.1:$PORT)"
 $FARM sim up --count 2 --adb-port "$PORT"
 $FARM devices
-echo "== farm run --split tune --all"
-$FARM run --split tune --all --runs-dir "$RUNS" --run-id "demo-$(date -u +%Y%m%d-%H%M%S)"
+STAMP="$(date -u +%Y%m%d-%H%M%S)"
+echo "== farm run --split tune --all (the simulated on-device agent app, am instrument)"
+$FARM run --split tune --all --runs-dir "$RUNS" --run-id "demo-$STAMP"
 echo "== farm run --split tune --all --executor host --policy scripted (host agent driving the phones)"
-$FARM run --split tune --all --executor host --policy scripted --runs-dir "$RUNS" \
-    --run-id "demo-host-$(date -u +%Y%m%d-%H%M%S)"
-echo "== done: open the report.md / report.html printed above"
+$FARM run --split tune --all --executor host --policy scripted --runs-dir "$RUNS" --run-id "demo-host-$STAMP"
+echo "== both runs side by side (paired on the common task × phone units)"
+$FARM report "demo-$STAMP" "demo-host-$STAMP" --runs-dir "$RUNS"
+echo "== done. The main report:"
+echo "$RUNS/demo-$STAMP/report.md"
