@@ -26,6 +26,7 @@ demo: setup
 
 test: setup
 	$(VENV)/bin/ruff check farm host_agent web_bench tests bench
+	$(VENV)/bin/mypy farm host_agent web_bench
 	$(PY) -m pytest -q -p no:cacheprovider
 
 lint: setup
