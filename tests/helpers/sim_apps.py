@@ -55,6 +55,41 @@ def tap_keys(ui: UiDevice, keys: str) -> None:
         tap(ui, text=ch)
 
 
+def open_app(tmp_path: Path, package: str, profile: PhoneProfile | None = None) -> UiDevice:
+    """A fresh phone's UI with `package` in the foreground."""
+    ui = make_phone(tmp_path, profile).ui
+    assert ui.launch(package)
+    return ui
+
+
+def texts_of(ui: UiDevice, rid: str) -> list[str]:
+    """Texts of every node with resource-id `rid`, in document order."""
+    return [n.text for n in nodes(ui) if n.rid == rid]
+
+
+def long_press(ui: UiDevice, **kw: str) -> None:
+    """Long-press the centre of a node found like `find`."""
+    left, top, right, bottom = find(ui, **kw).bounds
+    assert ui.long_press((left + right) / 2, (top + bottom) / 2)
+
+
+def relaunch(ui: UiDevice, package: str) -> None:
+    """Force-stop `package` and start it again (only saved data survives)."""
+    ui.force_stop(package)
+    assert ui.launch(package)
+
+
+def fill_new(ui: UiDevice, new_desc: str, first: str, more: dict[str, str] | None = None, save: bool = True) -> None:
+    """Tap the `new_desc` button, type `first` into the focused field, then each rid → text, then 保存."""
+    tap(ui, desc=new_desc)
+    ui.input_text(first)
+    for rid, text in (more or {}).items():
+        tap(ui, rid=rid)
+        ui.input_text(text)
+    if save:
+        tap(ui, text="保存")
+
+
 # --- instrumentation ------------------------------------------------------------------------------
 
 

@@ -6,13 +6,31 @@ from pathlib import Path
 
 from farm.sim.apps.calculator import evaluate, format_number
 from farm.sim.profile import default_profile
-from tests.helpers.sim_apps import find, make_phone, nodes, tap, tap_keys, texts
+from tests.helpers.sim_apps import (
+    fill_new,
+    find,
+    long_press,
+    make_phone,
+    nodes,
+    open_app,
+    relaunch,
+    tap,
+    tap_keys,
+    texts,
+    texts_of,
+)
 
 CALC = "com.android.calculator2"
 NOTES = "dev.agentfarm.notes"
 CLOCK = "com.android.deskclock"
 SHOP = "dev.agentfarm.shop"
 MSG = "dev.agentfarm.messenger"
+CONTACTS = "com.android.contacts"
+CALENDAR = "com.android.calendar"
+FILES = "com.android.documentsui"
+SETTINGS = "com.android.settings"
+BROWSER = "dev.agentfarm.browser"
+WEATHER = "dev.agentfarm.weather"
 
 
 def test_launcher_shows_an_icon_per_launchable_app(tmp_path: Path) -> None:
@@ -29,8 +47,7 @@ def test_tapping_a_launcher_icon_opens_the_app(tmp_path: Path) -> None:
 
 
 def test_calculator_multiplies_by_taps(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch(CALC)
+    ui = open_app(tmp_path, CALC)
     tap_keys(ui, "123×456=")
     assert find(ui, rid=f"{CALC}:id/result").text == "56088"
     assert find(ui, rid=f"{CALC}:id/formula").text == "123×456"
@@ -44,92 +61,65 @@ def test_calculator_precedence_and_division() -> None:
 
 
 def test_calculator_divide_by_zero_shows_message(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch(CALC)
+    ui = open_app(tmp_path, CALC)
     tap_keys(ui, "7÷0=")
     assert find(ui, rid=f"{CALC}:id/result").text == "不能除以 0"
 
 
 def test_calculator_clear_resets(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch(CALC)
+    ui = open_app(tmp_path, CALC)
     tap_keys(ui, "9+1=C")
     assert find(ui, rid=f"{CALC}:id/result").text == ""
     assert find(ui, rid=f"{CALC}:id/formula").text == ""
 
 
 def test_notes_saved_note_survives_force_stop(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch(NOTES)
-    tap(ui, desc="新建笔记")
-    ui.input_text("AF-R1-note")
-    tap(ui, rid=f"{NOTES}:id/note_body")
-    ui.input_text("牛奶、鸡蛋")
-    tap(ui, text="保存")
-    ui.force_stop(NOTES)
-    ui.launch(NOTES)
+    ui = open_app(tmp_path, NOTES)
+    fill_new(ui, "新建笔记", "AF-R1-note", {f"{NOTES}:id/note_body": "牛奶、鸡蛋"})
+    relaunch(ui, NOTES)
     assert find(ui, rid=f"{NOTES}:id/note_title").text == "AF-R1-note"
     assert find(ui, rid=f"{NOTES}:id/note_text").text == "牛奶、鸡蛋"
 
 
 def test_notes_start_with_sample_notes_newest_first(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch(NOTES)
-    assert [n.text for n in nodes(ui) if n.rid == f"{NOTES}:id/note_title"] == ["会议纪要", "读书清单"]
+    ui = open_app(tmp_path, NOTES)
+    assert texts_of(ui, f"{NOTES}:id/note_title") == ["会议纪要", "读书清单"]
 
 
 def test_notes_back_discards_unsaved_text(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch(NOTES)
-    tap(ui, desc="新建笔记")
-    ui.input_text("never saved")
+    ui = open_app(tmp_path, NOTES)
+    fill_new(ui, "新建笔记", "never saved", save=False)
     ui.key("back")
     assert "never saved" not in texts(ui)
     assert ui.foreground()[1].endswith("MainActivity")
 
 
 def test_notes_delete_removes_note(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch(NOTES)
+    ui = open_app(tmp_path, NOTES)
     tap(ui, text="读书清单")
     tap(ui, text="删除")
     assert "读书清单" not in texts(ui) and "会议纪要" in texts(ui)
 
 
 def test_clock_add_alarm_with_label_persists(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch(CLOCK)
-    tap(ui, desc="添加闹钟")
-    ui.input_text("6:45")
-    tap(ui, rid=f"{CLOCK}:id/edit_label")
-    ui.input_text("晨跑")
-    tap(ui, text="保存")
-    ui.force_stop(CLOCK)
-    ui.launch(CLOCK)
+    ui = open_app(tmp_path, CLOCK)
+    fill_new(ui, "添加闹钟", "6:45", {f"{CLOCK}:id/edit_label": "晨跑"})
+    relaunch(ui, CLOCK)
     shown = texts(ui)
     assert "上午6:45" in shown and "晨跑" in shown
 
 
 def test_clock_rejects_invalid_time(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch(CLOCK)
-    tap(ui, desc="添加闹钟")
-    ui.input_text("25:99")
-    tap(ui, text="保存")
+    ui = open_app(tmp_path, CLOCK)
+    fill_new(ui, "添加闹钟", "25:99")
     assert ui.foreground()[1].endswith("AlarmEditActivity")
     assert ui.last_toast is not None and "有效的时间" in ui.last_toast
 
 
 def test_contacts_new_contact_is_saved(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch("com.android.contacts")
-    tap(ui, desc="新建联系人")
-    ui.input_text("赵六")
-    tap(ui, rid="com.android.contacts:id/phone")
-    ui.input_text("186 1234 5678")
-    tap(ui, text="保存")
-    ui.force_stop("com.android.contacts")
-    ui.launch("com.android.contacts")
+    ui = open_app(tmp_path, CONTACTS)
+    fill_new(ui, "新建联系人", "赵六", {f"{CONTACTS}:id/phone": "186 1234 5678"})
+    relaunch(ui, CONTACTS)
     assert "赵六" in texts(ui)
 
 
@@ -137,7 +127,7 @@ def test_files_lists_real_storage_and_creates_folder(tmp_path: Path) -> None:
     phone = make_phone(tmp_path)
     (phone.host_path("/sdcard/Download") / "report.pdf").write_bytes(b"%PDF")
     ui = phone.ui
-    ui.launch("com.android.documentsui")
+    ui.launch(FILES)
     assert {"Download", "DCIM", "Android"} <= set(texts(ui))
     tap(ui, text="新建文件夹")
     ui.input_text("Trip-R1")
@@ -149,17 +139,15 @@ def test_files_lists_real_storage_and_creates_folder(tmp_path: Path) -> None:
 
 
 def test_shop_lists_products_with_prices(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch(SHOP)
-    names = [n.text for n in nodes(ui) if n.rid == f"{SHOP}:id/product_name"]
-    prices = [n.text for n in nodes(ui) if n.rid == f"{SHOP}:id/product_price"]
+    ui = open_app(tmp_path, SHOP)
+    names = texts_of(ui, f"{SHOP}:id/product_name")
+    prices = texts_of(ui, f"{SHOP}:id/product_price")
     assert names and len(names) == len(prices)
     assert all(p.startswith("¥") for p in prices)
 
 
 def test_shop_orders_are_behind_a_login_wall(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch(SHOP)
+    ui = open_app(tmp_path, SHOP)
     tap(ui, text="我的订单")
     shown = texts(ui)
     assert "登录" in shown and "账号" in shown and "密码" in shown and "验证码" in shown
@@ -174,15 +162,13 @@ def test_shop_orders_are_behind_a_login_wall(tmp_path: Path) -> None:
 def test_shop_signed_in_profile_sees_orders(tmp_path: Path) -> None:
     profile = default_profile()
     profile.signed_in.append(SHOP)
-    ui = make_phone(tmp_path, profile).ui
-    ui.launch(SHOP)
+    ui = open_app(tmp_path, SHOP, profile)
     tap(ui, text="我的订单")
     assert "暂无订单" in texts(ui)
 
 
 def test_messenger_send_shows_confirmation_card_first(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch(MSG)
+    ui = open_app(tmp_path, MSG)
     tap(ui, text="文件传输助手")
     ui.input_text("hello R1")
     tap(ui, rid=f"{MSG}:id/send")
@@ -195,23 +181,20 @@ def test_messenger_send_shows_confirmation_card_first(tmp_path: Path) -> None:
 
 
 def test_messenger_cancel_does_not_send(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch(MSG)
+    ui = open_app(tmp_path, MSG)
     tap(ui, text="文件传输助手")
     ui.input_text("draft")
     tap(ui, rid=f"{MSG}:id/send")
     tap(ui, rid=f"{MSG}:id/confirm_cancel")
-    ui.force_stop(MSG)
-    ui.launch(MSG)
+    relaunch(ui, MSG)
     tap(ui, text="文件传输助手")
-    assert [n.text for n in nodes(ui) if n.rid == f"{MSG}:id/msg_text"] == []
+    assert texts_of(ui, f"{MSG}:id/msg_text") == []
 
 
 def test_settings_about_phone_shows_profile_model_and_release(tmp_path: Path) -> None:
     profile = default_profile()
     profile.model, profile.android_release = "Galaxy S23", "13"
-    ui = make_phone(tmp_path, profile).ui
-    ui.launch("com.android.settings")
+    ui = open_app(tmp_path, SETTINGS, profile)
     tap(ui, text="关于手机")
     shown = texts(ui)
     assert "Galaxy S23" in shown and "13" in shown and "Android 版本" in shown
@@ -221,7 +204,7 @@ def test_settings_about_phone_shows_profile_model_and_release(tmp_path: Path) ->
 def test_settings_toggle_writes_the_settings_table(tmp_path: Path) -> None:
     phone = make_phone(tmp_path)
     ui = phone.ui
-    ui.launch("com.android.settings")
+    ui.launch(SETTINGS)
     tap(ui, text="已连接的设备")
     before = phone.settings["global"]["bluetooth_on"]
     tap(ui, text="蓝牙")
@@ -230,79 +213,60 @@ def test_settings_toggle_writes_the_settings_table(tmp_path: Path) -> None:
 
 
 def test_browser_shows_url_and_no_network(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch("dev.agentfarm.browser")
-    tap(ui, rid="dev.agentfarm.browser:id/url_bar")
+    ui = open_app(tmp_path, BROWSER)
+    tap(ui, rid=f"{BROWSER}:id/url_bar")
     ui.input_text("example.com")
     ui.key("enter")
-    assert find(ui, rid="dev.agentfarm.browser:id/url_bar").text == "https://example.com"
+    assert find(ui, rid=f"{BROWSER}:id/url_bar").text == "https://example.com"
     assert "无法访问此网站" in texts(ui)
 
 
 def test_calendar_new_event_is_listed(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch("com.android.calendar")
-    tap(ui, desc="新建活动")
-    ui.input_text("牙医")
-    tap(ui, rid="com.android.calendar:id/when")
-    ui.input_text("2026-12-03 9:30")
-    tap(ui, text="保存")
+    ui = open_app(tmp_path, CALENDAR)
+    fill_new(ui, "新建活动", "牙医", {f"{CALENDAR}:id/when": "2026-12-03 9:30"})
     assert "2026-12-03 09:30  牙医" in texts(ui)
 
 
 def test_calendar_has_upcoming_sample_events_and_all_day_entries(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch("com.android.calendar")
-    events = [n.text for n in nodes(ui) if n.rid == "com.android.calendar:id/event_title"]
+    ui = open_app(tmp_path, CALENDAR)
+    events = texts_of(ui, f"{CALENDAR}:id/event_title")
     assert len(events) == 2 and events[0].endswith("10:00  项目周会")
-    tap(ui, desc="新建活动")
-    ui.input_text("出游")
-    tap(ui, rid="com.android.calendar:id/when")
-    ui.input_text("2099-01-05")
-    tap(ui, text="保存")
+    fill_new(ui, "新建活动", "出游", {f"{CALENDAR}:id/when": "2099-01-05"})
     assert "2099-01-05 全天  出游" in texts(ui)
 
 
 def test_calculator_repeated_digit_by_text_hits_the_key(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch(CALC)
+    ui = open_app(tmp_path, CALC)
     tap_keys(ui, "11+1=")
     assert find(ui, rid=f"{CALC}:id/result").text == "12"
 
 
 def test_calculator_percent_key(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch(CALC)
+    ui = open_app(tmp_path, CALC)
     tap_keys(ui, "86×15%=")
     assert find(ui, rid=f"{CALC}:id/result").text == "12.9"
     assert format_number(evaluate("268×15%")) == "40.2"
 
 
 def test_clock_accepts_chinese_period_and_shows_12_hour_time(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch(CLOCK)
-    tap(ui, desc="添加闹钟")
-    ui.input_text("晚上9:20")
-    tap(ui, text="保存")
-    times = [n.text for n in nodes(ui) if n.rid == f"{CLOCK}:id/digital_clock"]
+    ui = open_app(tmp_path, CLOCK)
+    fill_new(ui, "添加闹钟", "晚上9:20")
+    times = texts_of(ui, f"{CLOCK}:id/digital_clock")
     assert times == ["上午7:30", "上午9:00", "下午9:20"]
 
 
 def test_weather_forecast_is_deterministic_per_city(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch("dev.agentfarm.weather")
-    beijing = [n.text for n in nodes(ui) if n.rid == "dev.agentfarm.weather:id/day_temp"]
+    ui = open_app(tmp_path, WEATHER)
+    beijing = texts_of(ui, f"{WEATHER}:id/day_temp")
     tap(ui, text="杭州")
-    assert find(ui, rid="dev.agentfarm.weather:id/city_name").text == "杭州"
-    ui.force_stop("dev.agentfarm.weather")
-    ui.launch("dev.agentfarm.weather")
-    assert [n.text for n in nodes(ui) if n.rid == "dev.agentfarm.weather:id/day_temp"] == beijing
+    assert find(ui, rid=f"{WEATHER}:id/city_name").text == "杭州"
+    relaunch(ui, WEATHER)
+    assert texts_of(ui, f"{WEATHER}:id/day_temp") == beijing
     assert any(n.text == "明天" for n in nodes(ui))
 
 
 def test_clock_weekday_repeat(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch(CLOCK)
+    ui = open_app(tmp_path, CLOCK)
     tap(ui, desc="添加闹钟")
     ui.input_text("6:45")
     tap(ui, rid=f"{CLOCK}:id/repeat_weekdays")
@@ -312,10 +276,9 @@ def test_clock_weekday_repeat(tmp_path: Path) -> None:
 
 
 def test_contacts_delete_asks_first(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch("com.android.contacts")
+    ui = open_app(tmp_path, CONTACTS)
     tap(ui, text="张伟")
-    tap(ui, rid="com.android.contacts:id/menu_delete")
+    tap(ui, rid=f"{CONTACTS}:id/menu_delete")
     assert find(ui, rid="android:id/message").text == "要删除“张伟”吗?"
     tap(ui, rid="android:id/button1")
     assert "张伟" not in texts(ui) and "王芳" in texts(ui)
@@ -325,10 +288,9 @@ def test_files_long_press_then_delete_removes_folder(tmp_path: Path) -> None:
     phone = make_phone(tmp_path)
     (phone.host_path("/sdcard/AF-rm") / "inner").mkdir(parents=True)
     ui = phone.ui
-    ui.launch("com.android.documentsui")
-    left, top, right, bottom = find(ui, text="AF-rm").bounds
-    assert ui.long_press((left + right) / 2, (top + bottom) / 2)
-    tap(ui, rid="com.android.documentsui:id/action_menu_delete")
+    ui.launch(FILES)
+    long_press(ui, text="AF-rm")
+    tap(ui, rid=f"{FILES}:id/action_menu_delete")
     tap(ui, rid="android:id/button1")
     assert not phone.host_path("/sdcard/AF-rm").exists()
     assert "AF-rm" not in texts(ui)

@@ -10,8 +10,10 @@ from pathlib import Path
 from PIL import Image
 
 from farm.sim.ui import keycode
-from tests.helpers.sim_apps import find, make_phone, nodes, tap, texts
+from tests.helpers.sim_apps import fill_new, find, make_phone, open_app, relaunch, tap, texts, texts_of
 
+NOTES = "dev.agentfarm.notes"
+CALC = "com.android.calculator2"
 DECL = "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?>"
 ATTR_ORDER = [
     "index", "text", "resource-id", "class", "package", "content-desc", "checkable", "checked", "clickable",
@@ -39,11 +41,8 @@ def test_jar_dump_is_indented_and_has_visible_to_user(tmp_path: Path) -> None:
 
 
 def test_dump_escapes_text(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch("dev.agentfarm.notes")
-    tap(ui, desc="新建笔记")
-    ui.input_text('a<b & "c"')
-    tap(ui, text="保存")
+    ui = open_app(tmp_path, NOTES)
+    fill_new(ui, "新建笔记", 'a<b & "c"')
     root = ET.fromstring(ui.hierarchy_xml().split("?>", 1)[1])
     assert 'a<b & "c"' in [n.get("text") for n in root.iter("node")]
 
@@ -54,8 +53,7 @@ def test_status_bar_shows_battery_level(tmp_path: Path) -> None:
 
 
 def test_back_leaves_app_and_home_goes_to_launcher(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch("com.android.settings")
+    ui = open_app(tmp_path, "com.android.settings")
     tap(ui, text="关于手机")
     ui.key("KEYCODE_BACK")
     assert find(ui, rid="com.android.settings:id/title").text == "设置"
@@ -73,33 +71,28 @@ def test_launch_refuses_uninstalled_package(tmp_path: Path) -> None:
 
 
 def test_force_stop_loses_unsaved_state(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch("com.android.calculator2")
+    ui = open_app(tmp_path, CALC)
     tap(ui, text="7")
     ui.key("home")
-    ui.launch("com.android.calculator2")
-    assert find(ui, rid="com.android.calculator2:id/formula").text == "7"
-    ui.force_stop("com.android.calculator2")
-    ui.launch("com.android.calculator2")
-    assert find(ui, rid="com.android.calculator2:id/formula").text == ""
+    ui.launch(CALC)
+    assert find(ui, rid=f"{CALC}:id/formula").text == "7"
+    relaunch(ui, CALC)
+    assert find(ui, rid=f"{CALC}:id/formula").text == ""
 
 
 def test_del_and_keycode_digits_edit_the_focused_field(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch("dev.agentfarm.notes")
-    tap(ui, desc="新建笔记")
-    ui.input_text("abc")
+    ui = open_app(tmp_path, NOTES)
+    fill_new(ui, "新建笔记", "abc", save=False)
     ui.key("del")
     ui.key("KEYCODE_7")
-    assert find(ui, rid="dev.agentfarm.notes:id/note_title_input").text == "ab7"
+    assert find(ui, rid=f"{NOTES}:id/note_title_input").text == "ab7"
 
 
 def test_empty_field_shows_hint_as_text(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch("dev.agentfarm.notes")
+    ui = open_app(tmp_path, NOTES)
     tap(ui, desc="新建笔记")
-    title = find(ui, rid="dev.agentfarm.notes:id/note_title_input")
-    body = find(ui, rid="dev.agentfarm.notes:id/note_body")
+    title = find(ui, rid=f"{NOTES}:id/note_title_input")
+    body = find(ui, rid=f"{NOTES}:id/note_body")
     assert title.text == title.hint == "标题" and title.focused
     assert body.text == body.hint == "输入笔记内容" and not body.focused
 
@@ -125,23 +118,21 @@ def test_menu_key_dismisses_insecure_keyguard(tmp_path: Path) -> None:
 
 
 def test_swipe_scrolls_a_long_list(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch("dev.agentfarm.shop")
-    first = [n.text for n in nodes(ui) if n.rid == "dev.agentfarm.shop:id/product_name"]
+    ui = open_app(tmp_path, "dev.agentfarm.shop")
+    first = texts_of(ui, "dev.agentfarm.shop:id/product_name")
     assert first[0] == "无线蓝牙耳机"
     ui.swipe(540, 1800, 540, 600, 300)
-    after = [n.text for n in nodes(ui) if n.rid == "dev.agentfarm.shop:id/product_name"]
+    after = texts_of(ui, "dev.agentfarm.shop:id/product_name")
     assert after[0] != "无线蓝牙耳机" and after[-1] == "电动牙刷"
 
 
 def test_app_switch_shows_recents_and_returns(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch("com.android.calculator2")
-    ui.launch("dev.agentfarm.notes")
+    ui = open_app(tmp_path, CALC)
+    ui.launch(NOTES)
     ui.key("app_switch")
-    assert [n.text for n in nodes(ui) if n.rid == "com.android.launcher3:id/task_title"] == ["Notes", "Calculator"]
+    assert texts_of(ui, "com.android.launcher3:id/task_title") == ["Notes", "Calculator"]
     tap(ui, text="Calculator")
-    assert ui.foreground()[0] == "com.android.calculator2"
+    assert ui.foreground()[0] == CALC
 
 
 def test_keycode_names() -> None:
@@ -151,8 +142,7 @@ def test_keycode_names() -> None:
 
 
 def test_screenshot_png_and_jpeg_have_screen_size(tmp_path: Path) -> None:
-    ui = make_phone(tmp_path).ui
-    ui.launch("com.android.calculator2")
+    ui = open_app(tmp_path, CALC)
     png = Image.open(io.BytesIO(ui.screenshot_png()))
     jpeg = Image.open(io.BytesIO(ui.screenshot_jpeg(60)))
     assert png.format == "PNG" and jpeg.format == "JPEG"
