@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from decimal import Decimal, localcontext
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
 from farm.sim.apps.base import App, Frame, Node, button, grid, group, label
-
-if TYPE_CHECKING:
-    from farm.sim.ui import UiDevice
 
 OPS = {"+": ("op_add", "plus"), "−": ("op_sub", "minus"), "×": ("op_mul", "multiply"), "÷": ("op_div", "divide")}
 LAYOUT = [
@@ -96,12 +92,9 @@ class CalculatorApp(App):
 
     package = "com.android.calculator2"
     activity = ".Calculator"
-
-    def __init__(self, ui: UiDevice) -> None:
-        super().__init__(ui)
-        self.formula = ""
-        self.result = ""
-        self.just_evaluated = False
+    formula = ""
+    result = ""
+    just_evaluated = False
 
     def press(self, key: str) -> None:
         """One key of the pad."""

@@ -145,21 +145,25 @@ def list_screen(app: App, frame: Frame, nodes: list[Node], key: str, items: Sequ
 
     With `empty` set, an app with no items shows that text (64dp) instead of the list.
     """
-    fab_row = frame.take_bottom(88) if fab is not None else None
+    fab_node = _fab(app, frame.take_bottom(88), fab) if fab is not None else None
     if items or empty is None:
         nodes.append(scroll_list(app, key, frame.rest(), items, rid=res_id(app, list_rid)))
     else:
         nodes.append(label(frame.take(64), empty, rid=res_id(app, empty_rid)))
-    if fab is not None and fab_row is not None:
-        left, top, right, bottom = fab_row
-        dp = app.ui.dp
-        if fab.centred:
-            c = (left + right) // 2
-            bounds = (c - dp(32), top + dp(12), c + dp(32), bottom - dp(12))
-        else:
-            bounds = (right - dp(88), top + dp(12), right - dp(24), bottom - dp(12))
-        nodes.append(image_button(bounds, fab.desc, fab.on_tap, rid=res_id(app, fab.rid)))
+    if fab_node is not None:
+        nodes.append(fab_node)
     return nodes
+
+
+def _fab(app: App, row_bounds: Bounds, fab: Fab) -> Node:
+    left, top, right, bottom = row_bounds
+    dp = app.ui.dp
+    if fab.centred:
+        c = (left + right) // 2
+        bounds = (c - dp(32), top + dp(12), c + dp(32), bottom - dp(12))
+    else:
+        bounds = (right - dp(88), top + dp(12), right - dp(24), bottom - dp(12))
+    return image_button(bounds, fab.desc, fab.on_tap, rid=res_id(app, fab.rid))
 
 
 def tab_bar(app: App, bounds: Bounds, tabs: Sequence[tuple[str, str, str]], current: str,
