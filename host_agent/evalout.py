@@ -1,4 +1,4 @@
-"""The `eval/<run>/` tree the host executor leaves, in the on-device layout (CONTRACTS §3).
+"""The `eval/<run>/` tree the host executor leaves, in the on-device layout (see farm/results/device_line.py).
 
 `scores.jsonl` (one camelCase line per task), `metrics.json` (运行小结 per task), `summary.md`
 (a table, 运行小结, an empty 人工改判 section), and `<id>/run/` written by the transcript.
@@ -9,108 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
-
 from farm.fsutil import atomic_write_text
-from farm.results.record import RunMetrics
-
-
-class _Camel(BaseModel):
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
-
-
-class LineCheck(_Camel):
-    """One check verdict."""
-
-    type: str
-    """Check type."""
-    passed: bool
-    """Verdict."""
-    detail: str = ""
-    """Why."""
-
-
-class LineTokens(_Camel):
-    """Token usage as the device writes it (`input` = new input tokens)."""
-
-    input: int | None = None
-    """New input tokens."""
-    cache_read: int | None = None
-    """Cache-read input tokens."""
-    cache_write: int | None = None
-    """Cache-write input tokens."""
-    output: int | None = None
-    """Output tokens."""
-
-
-class LineMetrics(_Camel):
-    """运行小结 of one task (milliseconds)."""
-
-    first_feedback_ms: float | None = None
-    """Time to the first performed action."""
-    round_trips: int | None = None
-    """Model requests."""
-    model_ms: float | None = None
-    """Waiting on the model."""
-    screen_read_ms: float | None = None
-    """Reading the screen."""
-    action_ms: float | None = None
-    """Performing actions."""
-    other_ms: float | None = None
-    """Everything else."""
-    total_ms: float | None = None
-    """Wall time."""
-
-    @classmethod
-    def of(cls, m: RunMetrics) -> LineMetrics:
-        """From the record's metrics model."""
-        return cls.model_validate(m.model_dump())
-
-
-class ScoreLine(_Camel):
-    """One line of scores.jsonl."""
-
-    id: str
-    """Task id."""
-    category: str
-    """Task directory (e.g. read/system)."""
-    partition: str | None = None
-    """tune / holdout."""
-    expect: str
-    """Expected outcome."""
-    outcome: str
-    """Outcome."""
-    passed: bool
-    """Verdict."""
-    checks: list[LineCheck] = Field(default_factory=list)
-    """Check verdicts."""
-    answer: str | None = None
-    """Final answer."""
-    reason: str | None = None
-    """Reasons, joined."""
-    failure_category: str | None = None
-    """Failure category."""
-    takeover_kind: str | None = None
-    """Accepted takeover kind."""
-    steps: int = 0
-    """Actions taken."""
-    tokens: LineTokens = Field(default_factory=LineTokens)
-    """Token usage."""
-    cost_usd: float | None = None
-    """Cost; null when unknown."""
-    metrics: LineMetrics = Field(default_factory=LineMetrics)
-    """运行小结."""
-    markers: list[str] = Field(default_factory=list)
-    """Markers the task created."""
-    execution: str = "live"
-    """live / simulated."""
-    started_at: str | None = None
-    """ISO start."""
-    ended_at: str | None = None
-    """ISO end."""
-    app_package: str | None = None
-    """Package the agent actually used (for `{app:…}` resolution after the run)."""
+from farm.results.device_line import WrittenScore
 
 
 class EvalTree:
@@ -119,10 +19,10 @@ class EvalTree:
     def __init__(self, root: Path, run: str) -> None:
         self.root = root
         self.run = run
-        self.lines: list[ScoreLine] = []
+        self.lines: list[WrittenScore] = []
         root.mkdir(parents=True, exist_ok=True)
 
-    def add(self, line: ScoreLine) -> None:
+    def add(self, line: WrittenScore) -> None:
         """Append a task's line and rewrite metrics.json and summary.md."""
         self.lines.append(line)
         with (self.root / "scores.jsonl").open("a", encoding="utf-8") as fh:
@@ -136,7 +36,7 @@ def _ms(value: float | None) -> str:
     return "—" if value is None else f"{value / 1000:.1f}s"
 
 
-def render_summary(run: str, lines: list[ScoreLine]) -> str:
+def render_summary(run: str, lines: list[WrittenScore]) -> str:
     """summary.md: per-task table, 运行小结, markers to clean up, and the (empty) 人工改判 section."""
     passed = sum(1 for ln in lines if ln.passed)
     out = [f"# eval {run}", "", f"{passed}/{len(lines)} passed (host executor).", "",

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from farm.results.device_line import DeviceCheck, DeviceMetrics, DeviceTokens, WrittenScore
 from farm.scoring import score
 from farm.scoring.evidence import Evidence, ScoreResult
 from farm.scoring.transcript import FinalFile
 from farm.taskset.model import Task
 from host_agent.actions import ActionEnv
-from host_agent.evalout import EvalTree, LineCheck, LineMetrics, LineTokens, ScoreLine
+from host_agent.evalout import EvalTree
 from host_agent.loop import Attempt, run_attempt
 from host_agent.phone import Phone, PhoneError
 from host_agent.policy import Policy, TaskContext
@@ -35,7 +36,7 @@ class TaskSpec:
 class TaskReport:
     """What running one task produced."""
 
-    line: ScoreLine
+    line: WrittenScore
     result: ScoreResult
     evidence: Evidence
     attempt: Attempt
@@ -79,15 +80,15 @@ def run_task(
     ))
     used = [p for p in evidence.packages_used if p not in _HOME_PACKAGES]
     tokens = attempt.tokens
-    line = ScoreLine(
+    line = WrittenScore(
         id=task.id, category=spec.directory or task.category, partition=task.partition, expect=task.expect,
         outcome=result.outcome, passed=result.passed,
-        checks=[LineCheck(type=c.type, passed=c.passed, detail=c.detail) for c in result.checks],
+        checks=[DeviceCheck(type=c.type, passed=c.passed, detail=c.detail) for c in result.checks],
         answer=evidence.answer, reason="; ".join(result.reasons) or None, failure_category=result.failure_category,
         takeover_kind=result.takeover_kind, steps=evidence.steps,
-        tokens=LineTokens(input=tokens.input_new, cache_read=tokens.cache_read, cache_write=tokens.cache_write,
+        tokens=DeviceTokens(input=tokens.input_new, cache_read=tokens.cache_read, cache_write=tokens.cache_write,
                           output=tokens.output),
-        cost_usd=attempt.cost_usd, metrics=LineMetrics.of(attempt.metrics), markers=list(spec.markers),
+        cost_usd=attempt.cost_usd, metrics=DeviceMetrics.of(attempt.metrics), markers=list(spec.markers),
         execution=execution, started_at=attempt.started_at, ended_at=attempt.ended_at,
         app_package=used[-1] if used else None,
     )
@@ -95,12 +96,12 @@ def run_task(
     return TaskReport(line=line, result=result, evidence=evidence, attempt=attempt)
 
 
-def skip_task(spec: TaskSpec, tree: EvalTree, reason: str, *, execution: str = "live") -> ScoreLine:
+def skip_task(spec: TaskSpec, tree: EvalTree, reason: str, *, execution: str = "live") -> WrittenScore:
     """Record a task the executor will not run (e.g. no script for it), with its reason."""
     from farm.manifest import utc_now
 
     task, now = spec.task, utc_now()
-    line = ScoreLine(id=task.id, category=spec.directory or task.category, partition=task.partition,
+    line = WrittenScore(id=task.id, category=spec.directory or task.category, partition=task.partition,
                      expect=task.expect, outcome="skipped", passed=False, reason=reason, execution=execution,
                      started_at=now, ended_at=now)
     tree.add(line)

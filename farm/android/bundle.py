@@ -1,4 +1,4 @@
-"""The task bundle pushed to the phone (`-e evalTasks`), CONTRACTS §3."""
+"""The task bundle pushed to the phone (`-e evalTasks`) (bundleVersion 1)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 The lane discovers and prepares a phone, resolves its tasks, and hands one `PhoneJob` to an
 executor. The executor drives the tasks and must leave the phone's `eval/<run>/` tree (the
-layout of CONTRACTS §3: `scores.jsonl`, `metrics.json`, `summary.md`, `<id>/run/…`) in
+on-device layout: `scores.jsonl`, `metrics.json`, `summary.md`, `<id>/run/…`) in
 `job.raw_dir`. The lane then normalises that tree into records: tasks listed in
 `ExecutorOutcome.unfinished` become infrastructure-error records, never agent failures.
 """

@@ -1,4 +1,4 @@
-"""On-device `scores.jsonl` lines (camelCase, CONTRACTS §3) → `Record`s.
+"""On-device `scores.jsonl` lines (camelCase, `farm.results.device_line`) → `Record`s.
 
 Nothing the phone wrote is dropped: fields this schema does not model go to `Record.extra`; an
 outcome it does not know becomes an `error` record; a line that is not valid JSON becomes an
@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import get_args
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from pydantic import BaseModel, JsonValue, ValidationError
 
+from farm.results.device_line import DeviceScore
 from farm.results.record import (
     CheckResult,
     Execution,
@@ -32,97 +33,6 @@ _EXPECTS: tuple[str, ...] = get_args(Expect)
 _PARTITIONS: tuple[str, ...] = get_args(Partition)
 _EXECUTIONS: tuple[str, ...] = get_args(Execution)
 _ID_IN_TEXT = re.compile(r'"id"\s*:\s*"([^"\\]{1,200})"')
-
-
-class _Loose(BaseModel):
-    # The phone's app owns this format; unknown keys are kept (model_extra), not refused.
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
-
-
-class DeviceCheck(_Loose):
-    """One check verdict as the app writes it."""
-
-    type: str = "unknown"
-    """Check type."""
-    passed: bool = False
-    """Verdict."""
-    detail: str = ""
-    """Why."""
-
-
-class DeviceTokens(_Loose):
-    """Token usage as the app writes it."""
-
-    input: int | None = None
-    """New input tokens."""
-    cache_read: int | None = Field(default=None, alias="cacheRead")
-    """Cache reads."""
-    cache_write: int | None = Field(default=None, alias="cacheWrite")
-    """Cache writes."""
-    output: int | None = None
-    """Output tokens."""
-
-
-class DeviceMetrics(_Loose):
-    """RunMetrics as the app writes them."""
-
-    first_feedback_ms: float | None = Field(default=None, alias="firstFeedbackMs")
-    """First feedback."""
-    round_trips: int | None = Field(default=None, alias="roundTrips")
-    """Model round trips."""
-    model_ms: float | None = Field(default=None, alias="modelMs")
-    """Model time."""
-    screen_read_ms: float | None = Field(default=None, alias="screenReadMs")
-    """Screen-read time."""
-    action_ms: float | None = Field(default=None, alias="actionMs")
-    """Action time."""
-    other_ms: float | None = Field(default=None, alias="otherMs")
-    """Other time."""
-    total_ms: float | None = Field(default=None, alias="totalMs")
-    """Total."""
-
-
-class DeviceScore(_Loose):
-    """One `scores.jsonl` line."""
-
-    id: str
-    """Task id."""
-    category: str = ""
-    """Category as the app knows it."""
-    partition: str | None = None
-    """tune / holdout."""
-    expect: str | None = None
-    """Expected outcome."""
-    outcome: str
-    """What happened."""
-    passed: bool = False
-    """Initial verdict."""
-    checks: list[DeviceCheck] = Field(default_factory=list)
-    """Check verdicts."""
-    answer: str | None = None
-    """Final answer."""
-    reason: str | None = None
-    """Why (skip, failure)."""
-    failure_category: str | None = Field(default=None, alias="failureCategory")
-    """Failure category."""
-    takeover_kind: str | None = Field(default=None, alias="takeoverKind")
-    """Barrier at a takeover."""
-    steps: int | None = None
-    """Actions taken."""
-    tokens: DeviceTokens = Field(default_factory=DeviceTokens)
-    """Token usage."""
-    cost_usd: float | None = Field(default=None, alias="costUsd")
-    """Cost (USD)."""
-    metrics: DeviceMetrics = Field(default_factory=DeviceMetrics)
-    """Where the time went."""
-    markers: list[str] = Field(default_factory=list)
-    """Markers created."""
-    execution: str | None = None
-    """live / controlled / simulated."""
-    started_at: str | None = Field(default=None, alias="startedAt")
-    """Start time."""
-    ended_at: str | None = Field(default=None, alias="endedAt")
-    """End time."""
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,15 @@
 import json
 from pathlib import Path
 
+from farm.results.device_line import DeviceMetrics, WrittenScore
 from farm.results.normalise import Context, normalise_file
-from host_agent.evalout import EvalTree, LineMetrics, ScoreLine
+from host_agent.evalout import EvalTree
 
 
-def _line(task_id: str, **kw: object) -> ScoreLine:
-    return ScoreLine.model_validate({"id": task_id, "category": "write", "expect": "succeeded", "outcome": "succeeded",
-                                     "passed": True, "metrics": LineMetrics(total_ms=1500.0, round_trips=3), **kw})
+def _line(task_id: str, **kw: object) -> WrittenScore:
+    fields = {"id": task_id, "category": "write", "expect": "succeeded", "outcome": "succeeded", "passed": True,
+              "metrics": DeviceMetrics(total_ms=1500.0, round_trips=3), **kw}
+    return WrittenScore.model_validate(fields)
 
 
 def test_tree_files_follow_the_on_device_layout(tmp_path: Path) -> None:
