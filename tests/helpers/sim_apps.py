@@ -73,6 +73,13 @@ def long_press(ui: UiDevice, **kw: str) -> None:
     assert ui.long_press((left + right) / 2, (top + bottom) / 2)
 
 
+def calculator_after(tmp_path: Path, keys: str) -> UiDevice:
+    """A fresh phone's Calculator after tapping `keys` (see `tap_keys`)."""
+    ui = open_app(tmp_path, "com.android.calculator2")
+    tap_keys(ui, keys)
+    return ui
+
+
 def relaunch(ui: UiDevice, package: str) -> None:
     """Force-stop `package` and start it again (only saved data survives)."""
     ui.force_stop(package)

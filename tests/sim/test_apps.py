@@ -7,6 +7,7 @@ from pathlib import Path
 from farm.sim.apps.calculator import evaluate, format_number
 from farm.sim.profile import default_profile
 from tests.helpers.sim_apps import (
+    calculator_after,
     fill_new,
     find,
     long_press,
@@ -15,12 +16,13 @@ from tests.helpers.sim_apps import (
     open_app,
     relaunch,
     tap,
-    tap_keys,
     texts,
     texts_of,
 )
 
 CALC = "com.android.calculator2"
+RESULT = f"{CALC}:id/result"
+FORMULA = f"{CALC}:id/formula"
 NOTES = "dev.agentfarm.notes"
 CLOCK = "com.android.deskclock"
 SHOP = "dev.agentfarm.shop"
@@ -47,10 +49,9 @@ def test_tapping_a_launcher_icon_opens_the_app(tmp_path: Path) -> None:
 
 
 def test_calculator_multiplies_by_taps(tmp_path: Path) -> None:
-    ui = open_app(tmp_path, CALC)
-    tap_keys(ui, "123×456=")
-    assert find(ui, rid=f"{CALC}:id/result").text == "56088"
-    assert find(ui, rid=f"{CALC}:id/formula").text == "123×456"
+    ui = calculator_after(tmp_path, "123×456=")
+    assert find(ui, rid=RESULT).text == "56088"
+    assert find(ui, rid=FORMULA).text == "123×456"
 
 
 def test_calculator_precedence_and_division() -> None:
@@ -61,16 +62,14 @@ def test_calculator_precedence_and_division() -> None:
 
 
 def test_calculator_divide_by_zero_shows_message(tmp_path: Path) -> None:
-    ui = open_app(tmp_path, CALC)
-    tap_keys(ui, "7÷0=")
-    assert find(ui, rid=f"{CALC}:id/result").text == "不能除以 0"
+    ui = calculator_after(tmp_path, "7÷0=")
+    assert find(ui, rid=RESULT).text == "不能除以 0"
 
 
 def test_calculator_clear_resets(tmp_path: Path) -> None:
-    ui = open_app(tmp_path, CALC)
-    tap_keys(ui, "9+1=C")
-    assert find(ui, rid=f"{CALC}:id/result").text == ""
-    assert find(ui, rid=f"{CALC}:id/formula").text == ""
+    ui = calculator_after(tmp_path, "9+1=C")
+    assert find(ui, rid=RESULT).text == ""
+    assert find(ui, rid=FORMULA).text == ""
 
 
 def test_notes_saved_note_survives_force_stop(tmp_path: Path) -> None:
@@ -236,15 +235,13 @@ def test_calendar_has_upcoming_sample_events_and_all_day_entries(tmp_path: Path)
 
 
 def test_calculator_repeated_digit_by_text_hits_the_key(tmp_path: Path) -> None:
-    ui = open_app(tmp_path, CALC)
-    tap_keys(ui, "11+1=")
-    assert find(ui, rid=f"{CALC}:id/result").text == "12"
+    ui = calculator_after(tmp_path, "11+1=")
+    assert find(ui, rid=RESULT).text == "12"
 
 
 def test_calculator_percent_key(tmp_path: Path) -> None:
-    ui = open_app(tmp_path, CALC)
-    tap_keys(ui, "86×15%=")
-    assert find(ui, rid=f"{CALC}:id/result").text == "12.9"
+    ui = calculator_after(tmp_path, "86×15%=")
+    assert find(ui, rid=RESULT).text == "12.9"
     assert format_number(evaluate("268×15%")) == "40.2"
 
 
