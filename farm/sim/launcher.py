@@ -148,6 +148,9 @@ class SimFarm:
         new: list[SimPhone] = []
         for index in range(count):
             prof = base.model_copy(deep=True)
+            # The n-th phone of a farm draws its simulated outcomes from seed + n: reproducible,
+            # yet two phones do not report identical results.
+            prof.agent.seed = base.agent.seed + len(self.phones)
             if faults is not None:
                 prof.faults = faults.model_copy(deep=True)
             state = PhoneState(prof)
