@@ -7,10 +7,14 @@ DEMO_PORT ?= 5137
 
 .PHONY: setup sysdeps demo test lint bench clean
 
+# adb and chromium are required; a CJK font lets the virtual phone's screenshots show Chinese text.
+SYSPKGS := adb chromium fonts-wqy-microhei
+
 sysdeps:
-	@if ! command -v adb >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then \
-		echo "installing Debian packages adb and chromium"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq adb chromium >/dev/null; \
+	@if ! command -v adb >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1 \
+			|| ! test -f /usr/share/fonts/truetype/wqy/wqy-microhei.ttc; then \
+		echo "installing Debian packages: $(SYSPKGS)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSPKGS) >/dev/null; \
 	fi
 
 $(STAMP): pyproject.toml
