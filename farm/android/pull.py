@@ -254,6 +254,10 @@ def _plan(sync: SyncSession, remote: str, dest: Path, limits: PullLimits, result
     return jobs
 
 
+class _Refused(Exception):
+    """A file arrived but may not be kept (the stream is still in step)."""
+
+
 def _pull_files(sync: SyncSession, jobs: list[_Job], limits: PullLimits, result: PullResult) -> None:
     """Fetch `jobs` with up to WINDOW_FILES requests in flight, in order."""
     max_file = int(limits.max_file_mb * _MB)
@@ -280,10 +284,6 @@ def _pull_files(sync: SyncSession, jobs: list[_Job], limits: PullLimits, result:
             sync.reopen()
         except _Refused as exc:
             result.refused.append(f"{job.rpath!r}: {exc}")
-
-
-class _Refused(Exception):
-    """A file arrived but may not be kept (the stream is still in step)."""
 
 
 def _temp(parent: Path) -> tuple[int, str]:
