@@ -164,9 +164,9 @@ def _rows_to_lines(rows: list[_Fields]) -> tuple[list[_Fields], list[str]]:
             short = short_class[cls] = cls.rsplit(".", 1)[-1] or "View"
         line = f"[{len(kept)}] {short}"
         if text:
-            line += ' "' + text + '"' if _PLAIN(text) else " " + _clean(text)
+            line += ' "' + text + '"' if _plain(text) else " " + _clean(text)
         if desc and desc != text:
-            line += ' desc="' + desc + '"' if _PLAIN(desc) else " desc=" + _clean(desc)
+            line += ' desc="' + desc + '"' if _plain(desc) else " desc=" + _clean(desc)
         if rid:
             sid = short_id.get(rid)
             if sid is None:
@@ -183,6 +183,11 @@ def _rows_to_lines(rows: list[_Fields]) -> tuple[list[_Fields], list[str]]:
 
 # Text that can go into a line as is: no entity to decode, no line break, not too long.
 _PLAIN = re.compile(rf'[^&\n\r\t"]{{1,{MAX_TEXT}}}').fullmatch
+
+
+def _plain(value: str) -> bool:
+    # Exactly the values `_quote` would leave unchanged, so both parsers render the same line.
+    return _PLAIN(value) is not None and value.isprintable() and "  " not in value
 
 
 def _to_node(ref: int, row: _Fields) -> UiNode:

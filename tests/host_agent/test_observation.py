@@ -1,4 +1,4 @@
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from host_agent.observation import observe_xml
@@ -73,6 +73,8 @@ _TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")) | st.s
 
 
 @given(st.lists(st.tuples(_TEXT, _TEXT, st.booleans(), st.booleans(), st.booleans()), min_size=1, max_size=12))
+@example([("", "<\xa0", False, False, False)])  # an entity next to a non-printable space
+@example([("<  a", "", False, False, False)])
 def test_fast_path_and_expat_agree(specs: list[tuple[str, str, bool, bool, bool]]) -> None:
     nodes = [
         node(text, desc=desc, clickable=click, checkable="true" if check else "false",
