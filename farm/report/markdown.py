@@ -64,9 +64,12 @@ def render_markdown(data: ReportData) -> str:
     lines += [f"| {s.task_id} | {_cell(s.device)} | {_cell(s.reason)} |" for s in data.skipped]
     if data.skipped_total > len(data.skipped):
         lines.append(f"\n… {data.skipped_total - len(data.skipped)} more skipped attempts not listed.")
-    lines += ["", f"## 交给用户:login ({len(data.login_handover)}) — not counted as success", ""]
+    login_total = max(data.login_handover_total, len(data.login_handover))
+    lines += ["", f"## 交给用户:login ({login_total}) — not counted as success", ""]
     lines += ["| task | phone | reason |", "|---|---|---|"]
     lines += [f"| {s.task_id} | {_cell(s.device)} | {_cell(s.reason)} |" for s in data.login_handover]
+    if login_total > len(data.login_handover):
+        lines.append(f"\n… {login_total - len(data.login_handover)} more login hand-overs not listed (see scores.csv).")
     lines += ["", "## Failure categories", "", "| failure category | count |", "|---|---:|"]
     lines += [f"| {_cell(c.key)} | {c.count} |" for c in data.failure_categories]
     lines += ["", f"## Not passed ({data.failures_total})", ""]
@@ -101,6 +104,11 @@ def render_markdown(data: ReportData) -> str:
     if data.markers:
         lines += ["| phone | task | markers |", "|---|---|---|"]
         lines += [f"| {_cell(m.device)} | {m.task_id} | {_cell(', '.join(m.markers))} |" for m in data.markers]
+        if data.markers_total > len(data.markers):
+            lines.append(
+                f"\n… {data.markers_total - len(data.markers)} more attempts left markers; list them all with"
+                ' `farm query "SELECT device, task_id, markers FROM records WHERE len(markers) > 0"`.'
+            )
     else:
         lines.append("No markers were created.")
     if data.comparison is not None:

@@ -202,7 +202,9 @@ class ReportData(_M):
     skipped_total: int
     """All skipped attempts."""
     login_handover: list[SkipRow]
-    """交给用户:login — read tasks handed over at a login wall; not counted as success."""
+    """交给用户:login — read tasks handed over at a login wall; not counted as success (first rows)."""
+    login_handover_total: int = 0
+    """All login hand-overs."""
     failure_categories: list[CountRow]
     """Non-passing attempts per failure category."""
     infrastructure_errors: int
@@ -218,7 +220,9 @@ class ReportData(_M):
     overrides: list[OverrideRow]
     """Human re-judgements, applied and refused."""
     markers: list[MarkerRow]
-    """Marker clean-up list."""
+    """Marker clean-up list (first rows)."""
+    markers_total: int = 0
+    """All attempts that left markers."""
     failures: list[TaskRow] = Field(default_factory=list)
     """Attempts that did not pass (first rows), with reasons."""
     failures_total: int = 0

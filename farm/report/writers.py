@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
@@ -14,6 +13,7 @@ from farm.report.charts import rate_chart
 from farm.report.markdown import num, pct, render_markdown
 from farm.report.model import ReportData
 from farm.results.aggregate import Aggregation
+from farm.results.duck import sql_str
 
 REPORT_FILES = ("report.md", "report.html", "junit.xml", "scores.csv")
 CSV_HEADER = (
@@ -38,44 +38,52 @@ def render_html(data: ReportData) -> str:
 
 _SETUP = r"""
 CREATE OR REPLACE TEMP MACRO short_text(s) AS left(trim(regexp_replace(coalesce(s, ''), '\s+', ' ', 'g')), 160);
-CREATE OR REPLACE TEMP MACRO xesc(s) AS replace(replace(replace(replace(
-    regexp_replace(coalesce(s, ''), '[\x00-\x08\x0b\x0c\x0e-\x1f]', '', 'g'),
-    '&', '&amp;'), '<', '&lt;'), '>', '&gt;'), '"', '&quot;');
+CREATE OR REPLACE TEMP MACRO xesc(s) AS CASE WHEN regexp_matches(coalesce(s, ''), '[&<>"\x00-\x08\x0b\x0c\x0e-\x1f]')
+    THEN replace(replace(replace(replace(
+        regexp_replace(coalesce(s, ''), '[\x00-\x08\x0b\x0c\x0e-\x1f]', '', 'g'),
+        '&', '&amp;'), '<', '&lt;'), '>', '&gt;'), '"', '&quot;')
+    ELSE coalesce(s, '') END;
 """
-_ROWS = """
-SELECT s.run, s.task_id, coalesce(l.label, s.device) AS device, coalesce(s.category, '') AS category,
+
+
+def _rows(agg: Aggregation) -> str:
+    """Per-attempt report columns over `shown` (device labels, verdict words, short reasons, seconds)."""
+    return f"""
+SELECT s.run, s.task_id, {agg.label_sql("s.device")} AS device, coalesce(s.category, '') AS category,
        coalesce(s.partition, '') AS partition, coalesce(s.expect, '') AS expect, s.outcome,
        CASE WHEN s.initial THEN 'pass' ELSE 'fail' END AS initial_verdict,
        CASE WHEN s.final THEN 'pass' ELSE 'fail' END AS final_verdict,
-       short_text(s.reasons[1]) AS reason, coalesce(s.failure_category, '') AS failure_category,
-       CASE WHEN s.metrics.total_ms IS NULL THEN '' ELSE printf('%.3f', s.metrics.total_ms / 1000.0) END AS seconds,
-       s.final AS final_bool, s.device AS serial
-FROM shown s LEFT JOIN labels l ON l.serial = s.device
+       short_text(s.reason) AS reason, coalesce(s.failure_category, '') AS failure_category,
+       CASE WHEN s.total_ms IS NULL THEN '' ELSE printf('%.3f', s.total_ms / 1000.0) END AS seconds,
+       s.final AS final_bool, s.device AS serial, s.pos
+FROM shown s
 """
+
+
+def _copy_new(agg: Aggregation, select: str, path: Path, options: str) -> None:
+    """`COPY (select) TO path`, through a temp file that appears complete, never replacing an existing file."""
+    if path.exists():
+        raise FarmError(f"{path}: report already exists", hint="reports are never overwritten")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        agg.con.execute(f"COPY ({select}) TO {sql_str(tmp)} ({options})")
+        with open(tmp, "rb") as out:
+            os.fsync(out.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise FarmError(f"{path}: report already exists", hint="reports are never overwritten") from None
+    finally:
+        Path(tmp).unlink(missing_ok=True)
 
 
 def write_csv(agg: Aggregation, path: Path) -> None:
     """scores.csv, one row per task × phone, with a UTF-8 BOM so spreadsheet apps read it right."""
     agg.con.execute(_SETUP)
-    fd, tmp = tempfile.mkstemp(prefix=".scores.", suffix=".csv", dir=path.parent)
-    os.close(fd)
-    body = tmp + ".body"
-    try:
-        cols = ", ".join(CSV_HEADER)
-        agg.con.execute(
-            f"COPY (SELECT {cols} FROM ({_ROWS}) ORDER BY run, task_id, device) TO '{body}' (HEADER, DELIMITER ',')"
-        )
-        with open(tmp, "wb") as out, open(body, "rb") as src:
-            out.write("\ufeff".encode())
-            shutil.copyfileobj(src, out, 1 << 20)
-            out.flush()
-            os.fsync(out.fileno())
-        if path.exists():
-            raise FarmError(f"{path}: report already exists", hint="reports are never overwritten")
-        os.replace(tmp, path)
-    finally:
-        Path(body).unlink(missing_ok=True)
-        Path(tmp).unlink(missing_ok=True)
+    # The BOM rides on the first header name, so DuckDB writes the whole file in one pass.
+    cols = ", ".join(f'{c} AS "\ufeff{c}"' if i == 0 else c for i, c in enumerate(CSV_HEADER))
+    _copy_new(agg, f"SELECT {cols} FROM ({_rows(agg)}) {agg.csv_order()}", path, "HEADER, DELIMITER ','")
 
 
 def render_csv(agg: Aggregation) -> str:
@@ -86,42 +94,92 @@ def render_csv(agg: Aggregation) -> str:
         return path.read_text(encoding="utf-8")
 
 
-def render_junit(agg: Aggregation) -> str:
+def _cases(agg: Aggregation) -> str:
+    """One `<testcase>` line per attempt."""
+    return f"""
+WITH r AS ({_rows(agg)})
+SELECT run, serial, task_id, pos,
+  concat('  <testcase classname="', xesc('android.' || coalesce(nullif(category, ''), 'task')), '" name="',
+    xesc(task_id), '"', CASE WHEN seconds = '' THEN '' ELSE concat(' time="', seconds, '"') END,
+    CASE
+      WHEN outcome = 'skipped' THEN concat('><skipped message="', xesc(coalesce(nullif(reason, ''), outcome)),
+        '"/></testcase>')
+      WHEN outcome = 'error' THEN concat('><error type="infrastructure" message="',
+        xesc(coalesce(nullif(reason, ''), outcome)), '"/></testcase>')
+      WHEN NOT final_bool THEN concat('><failure type="', xesc(outcome), '" message="',
+        xesc(coalesce(nullif(reason, ''), outcome)), '"/></testcase>')
+      ELSE '/>'
+    END) AS line
+FROM r
+"""
+
+
+def write_junit(agg: Aggregation, path: Path) -> None:
     """junit.xml: one testsuite per run × phone, one testcase per task; skipped/failure/error with reasons."""
     agg.con.execute(_SETUP)
     suites = agg.con.execute(
-        f"""
-        WITH r AS ({_ROWS}), c AS (
-          SELECT *, '  <testcase classname="' || xesc('android.' || coalesce(nullif(category, ''), 'task'))
-            || '" name="' || xesc(task_id) || '"' || CASE WHEN seconds = '' THEN '' ELSE ' time="' || seconds || '"' END
-            || CASE
-                 WHEN outcome = 'skipped' THEN '><skipped message="' || xesc(coalesce(nullif(reason, ''), outcome))
-                   || '"/></testcase>'
-                 WHEN outcome = 'error' THEN '><error type="infrastructure" message="'
-                   || xesc(coalesce(nullif(reason, ''), outcome)) || '"/></testcase>'
-                 WHEN NOT final_bool THEN '><failure type="' || xesc(outcome) || '" message="'
-                   || xesc(coalesce(nullif(reason, ''), outcome)) || '"/></testcase>'
-                 ELSE '/>'
-               END AS line
-          FROM r)
-        SELECT run, device, count(*), count(*) FILTER (WHERE outcome = 'skipped'),
-               count(*) FILTER (WHERE outcome = 'error'),
-               count(*) FILTER (WHERE outcome NOT IN ('skipped', 'error') AND NOT final_bool),
-               coalesce(sum(CASE WHEN seconds = '' THEN 0 ELSE seconds::DOUBLE END), 0),
-               string_agg(line, chr(10) ORDER BY task_id)
-        FROM c GROUP BY run, device, serial ORDER BY run, serial
-        """
+        "SELECT run, serial, any_value(device), count(*), count(*) FILTER (WHERE outcome = 'skipped'),"
+        " count(*) FILTER (WHERE outcome = 'error'),"
+        " count(*) FILTER (WHERE outcome NOT IN ('skipped', 'error') AND NOT final_bool),"
+        " coalesce(sum(CASE WHEN seconds = '' THEN 0 ELSE seconds::DOUBLE END), 0), min(pos), max(pos)"
+        f" FROM ({_rows(agg)}) GROUP BY run, serial ORDER BY run, serial"
     ).fetchall()
-    out = ['<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n']
-    for run, label, total, skipped, errors, failures, seconds, lines in suites:
-        out.append(
-            f"<testsuite name={quoteattr(f'{run} {label}')} tests=\"{total}\" failures=\"{failures}\""
-            f' errors="{errors}" skipped="{skipped}" time="{seconds:.3f}">\n'
-        )
-        out.append(lines + "\n")
-        out.append("</testsuite>\n")
-    out.append("</testsuites>\n")
-    return "".join(out)
+    heads = [
+        (run, serial, f"<testsuite name={quoteattr(f'{run} {label}')} tests=\"{total}\" failures=\"{failures}\""
+         f' errors="{errors}" skipped="{skipped}" time="{seconds:.3f}">', first, last)
+        for run, serial, label, total, skipped, errors, failures, seconds, first, last in suites
+    ]
+    xml_head = '<?xml version="1.0" encoding="UTF-8"?>' + chr(10) + "<testsuites>"
+    xml_tail = "</testsuites>"
+    if not heads:
+        create_new_text(path, f"{xml_head}\n{xml_tail}\n", what="report")
+        return
+    if agg.scan_ordered and len(heads) <= _UNION_SUITES:
+        # Rows come in (run, task, serial) order, so each suite's filtered scan is in task order and
+        # UNION ALL keeps the suites in sequence: the file is written without a sort. Suite start and
+        # end tags ride on the suite's first and last case lines.
+        parts = []
+        for i, (run, serial, head, first, last) in enumerate(heads):
+            start = (f"{xml_head}\n" if i == 0 else "") + head + "\n"
+            end = "\n</testsuite>" + (f"\n{xml_tail}" if i == len(heads) - 1 else "")
+            parts.append(
+                f"SELECT concat(CASE WHEN pos = {int(first)} THEN {sql_str(start)} ELSE '' END, line,"
+                f" CASE WHEN pos = {int(last)} THEN {sql_str(end)} ELSE '' END) AS line"
+                f" FROM ({_cases(agg)}) WHERE run = {sql_str(run)} AND serial = {sql_str(serial)}"
+            )
+        lines = " UNION ALL ".join(parts)
+    else:
+        lines = _sorted_lines(agg, [(r, s, h) for r, s, h, _, _ in heads], xml_head)
+    _copy_new(agg, lines, path, "FORMAT csv, HEADER false, QUOTE '', ESCAPE '', DELIMITER '\\x01'")
+
+
+_UNION_SUITES = 32
+"""Up to this many suites, junit.xml is written by one filtered scan per suite instead of a sort."""
+
+
+def _sorted_lines(agg: Aggregation, heads: list[tuple[str, str, str]], xml_head: str) -> str:
+    agg.con.execute("CREATE OR REPLACE TEMP TABLE junit_heads (run VARCHAR, serial VARCHAR, line VARCHAR)")
+    if heads:
+        agg.con.executemany("INSERT INTO junit_heads VALUES (?, ?, ?)", heads)
+    # Within a suite, `pos` is task order when the rows come from one sorted source.
+    within = "pos" if agg.ordered else "task_id"
+    return f"""
+        SELECT line FROM (
+          SELECT 0 AS zone, '' AS run, '' AS serial, 0 AS part, NULL AS {within}, {sql_str(xml_head)} AS line
+          UNION ALL SELECT 1, run, serial, 0, NULL, line FROM junit_heads
+          UNION ALL SELECT 1, run, serial, 1, {within}, line FROM ({_cases(agg)})
+          UNION ALL SELECT 1, run, serial, 2, NULL, '</testsuite>' FROM junit_heads
+          UNION ALL SELECT 2, '', '', 0, NULL, '</testsuites>'
+        ) ORDER BY zone, run, serial, part, {within}
+    """
+
+
+def render_junit(agg: Aggregation) -> str:
+    """junit.xml as text (see `write_junit`)."""
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "junit.xml"
+        write_junit(agg, path)
+        return path.read_text(encoding="utf-8")
 
 
 def write_reports(agg: Aggregation, out_dir: Path) -> list[Path]:
@@ -130,15 +188,11 @@ def write_reports(agg: Aggregation, out_dir: Path) -> list[Path]:
     for name in REPORT_FILES:
         if (out_dir / name).exists():
             raise FarmError(f"{out_dir / name}: report already exists", hint="reports are never overwritten")
-    contents = {
-        "report.md": render_markdown(agg.data),
-        "report.html": render_html(agg.data),
-        "junit.xml": render_junit(agg),
-    }
+    contents = {"report.md": render_markdown(agg.data), "report.html": render_html(agg.data)}
     paths = []
     for name, text in contents.items():
         create_new_text(out_dir / name, text, what="report")
         paths.append(out_dir / name)
+    write_junit(agg, out_dir / "junit.xml")
     write_csv(agg, out_dir / "scores.csv")
-    paths.append(out_dir / "scores.csv")
-    return paths
+    return [*paths, out_dir / "junit.xml", out_dir / "scores.csv"]

@@ -29,7 +29,12 @@ if TYPE_CHECKING:
     import duckdb
 
 LIST_CAP = 500
+"""Rows of each list (skipped, login hand-overs, not passed, markers) shown in report.md; scores.csv has all."""
 _NOT_SKIPPED = "outcome <> 'skipped'"
+# NULLs count as false, so every attempt is exactly one of passed / not passed in every output.
+_LOGIN = "coalesce(outcome = 'takeover' AND takeover_kind = 'login' AND coalesce(expect, '') <> 'takeover', false)"
+_INITIAL = f"(coalesce(passed AND outcome NOT IN ('error', 'skipped'), false) AND NOT {_LOGIN})"
+_GROUPS = ("category", "partition", "device", "expect")
 
 
 @dataclass
@@ -41,12 +46,28 @@ class Aggregation:
     """Serial → device label (model + index)."""
     data: ReportData
     run_dirs: list[Path] = field(default_factory=list)
+    ordered: bool = False
+    """`shown.pos` follows (run, task_id, serial)."""
+    scan_ordered: bool = False
+    """Scanning `shown` itself yields that order (no join in between)."""
+
+    def label_sql(self, column: str) -> str:
+        """SQL mapping a serial column to its device label (an expression, so row order survives)."""
+        whens = " ".join(f"WHEN {duck.sql_str(s)} THEN {duck.sql_str(lab)}" for s, lab in self.labels.items())
+        return f"CASE {column} {whens} ELSE {column} END" if whens else column
+
+    def csv_order(self) -> str:
+        """ORDER BY for per-attempt rows by run, task, device label (empty when the scan is in that order)."""
+        by_serial = [self.labels[s] for s in sorted(self.labels)]
+        if self.ordered and by_serial == sorted(by_serial):
+            return "" if self.scan_ordered else "ORDER BY pos"
+        return "ORDER BY run, task_id, device"
 
     def task_rows(self, where: str = "true", limit: int | None = None) -> Iterator[TaskRow]:
         """Shown attempts as TaskRows, ordered by run, task, device."""
         cur = self.con.execute(
             "SELECT run, task_id, device, category, coalesce(partition, ''), coalesce(expect, ''), outcome,"
-            " initial, final, coalesce(reasons[1], ''), coalesce(failure_category, ''), metrics.total_ms"
+            " initial, final, coalesce(reason, ''), coalesce(failure_category, ''), total_ms"
             f" FROM shown WHERE {where} ORDER BY run, task_id, device"
             + (f" LIMIT {int(limit)}" if limit is not None else "")
         )
@@ -68,7 +89,7 @@ def _short(text: str, limit: int = 160) -> str:
 def device_labels(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     """Serial → `<model> #<n>` (numbered per model, by serial); never the serial itself."""
     models = dict(con.execute("SELECT serial, any_value(model) FROM devices GROUP BY serial").fetchall())
-    serials = [r[0] for r in con.execute("SELECT DISTINCT device FROM rec ORDER BY 1").fetchall()]
+    serials = [r[0] for r in con.execute("SELECT DISTINCT device FROM rec").fetchall()]
     serials = sorted(set(serials) | set(models), key=lambda s: (models.get(s) or "device", s))
     counts: dict[str, int] = {}
     labels = {}
@@ -79,53 +100,67 @@ def device_labels(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     return labels
 
 
+def _override_specs(run_dir: Path, extra: Sequence[Path], serials: list[str]) -> list[ov.OverrideSpec]:
+    specs: list[ov.OverrideSpec] = []
+    if (run_dir / "overrides.yaml").is_file():
+        specs += ov.load_overrides_yaml(run_dir / "overrides.yaml")
+    for path in extra:
+        specs += ov.load_overrides_yaml(path)
+    for serial in serials:
+        for summary in sorted((run_dir / "android" / sanitise_serial(serial)).glob("*/raw/summary.md")):
+            text = summary.read_text(encoding="utf-8", errors="replace")
+            for spec in ov.parse_summary_section(text, source=f"{summary.parent.parent.name}/summary.md"):
+                specs.append(spec.model_copy(update={"device": serial}))
+    return specs
+
+
 def _overrides(
     con: duckdb.DuckDBPyConnection, run_dirs: Sequence[Path], extra: Sequence[Path], labels: dict[str, str]
-) -> tuple[list[OverrideRow], list[tuple[str, str, str, bool]]]:
-    rows: list[OverrideRow] = []
-    finals: list[tuple[str, str, str, bool]] = []
+) -> tuple[list[OverrideRow], dict[tuple[str, str, str], bool]]:
+    """Decide every re-judgement; the final verdicts by (run, serial, task), later ones winning."""
+    wanted: list[tuple[Path, ov.OverrideSpec]] = []
     for run_dir in run_dirs:
+        found = con.execute("SELECT DISTINCT device FROM rec WHERE run = ? ORDER BY 1", [run_dir.name]).fetchall()
+        serials = [r[0] for r in found]
+        wanted += [(run_dir, spec) for spec in _override_specs(run_dir, extra, serials)]
+    if not wanted:
+        return [], {}
+    con.execute("CREATE TEMP TABLE ovr_want (idx INTEGER, run VARCHAR, task_id VARCHAR, device VARCHAR)")
+    con.executemany(
+        "INSERT INTO ovr_want VALUES (?, ?, ?, ?)",
+        [(i, run_dir.name, spec.id, spec.device) for i, (run_dir, spec) in enumerate(wanted)],
+    )
+    matches: dict[int, list[tuple[str, bool, str | None, str]]] = {}
+    # One pass over the records for all re-judgements, instead of one query each.
+    for idx, serial, initial, answer, split in con.execute(
+        "SELECT w.idx, l.device, l.initial, l.answer, coalesce(l.split, 'all') FROM latest l"
+        " JOIN ovr_want w ON l.run = w.run AND l.task_id = w.task_id AND (w.device IS NULL OR l.device = w.device)"
+        f" WHERE l.{_NOT_SKIPPED} ORDER BY w.idx, l.device"
+    ).fetchall():
+        matches.setdefault(idx, []).append((serial, bool(initial), answer, split))
+    rows: list[OverrideRow] = []
+    finals: dict[tuple[str, str, str], bool] = {}
+    for idx, (run_dir, spec) in enumerate(wanted):
         run = run_dir.name
-        specs: list[ov.OverrideSpec] = []
-        if (run_dir / "overrides.yaml").is_file():
-            specs += ov.load_overrides_yaml(run_dir / "overrides.yaml")
-        for path in extra:
-            specs += ov.load_overrides_yaml(path)
-        serials = [r[0] for r in con.execute("SELECT DISTINCT device FROM latest WHERE run = ?", [run]).fetchall()]
-        for serial in serials:
-            for summary in sorted((run_dir / "android" / sanitise_serial(serial)).glob("*/raw/summary.md")):
-                text = summary.read_text(encoding="utf-8", errors="replace")
-                for spec in ov.parse_summary_section(text, source=f"{summary.parent.parent.name}/summary.md"):
-                    specs.append(spec.model_copy(update={"device": serial}))
-        for spec in specs:
-            sql = (
-                "SELECT device, initial, answer, coalesce(split, 'all') FROM latest"
-                " WHERE run = ? AND task_id = ? AND outcome <> 'skipped'"
+        if idx not in matches:
+            rows.append(
+                OverrideRow(
+                    run=run, task_id=spec.id, device="-", initial="-", final=spec.to,
+                    evidence=_short(spec.evidence, 80), applied=False, note="refused: no such attempt",
+                )
             )
-            params: list[object] = [run, spec.id]
-            if spec.device:
-                sql += " AND device = ?"
-                params.append(spec.device)
-            matches = con.execute(sql, params).fetchall()
-            if not matches:
-                rows.append(
-                    OverrideRow(
-                        run=run, task_id=spec.id, device="-", initial="-", final=spec.to,
-                        evidence=_short(spec.evidence, 80), applied=False, note="refused: no such attempt",
-                    )
+        for serial, initial, answer, split in sorted(matches.get(idx, []), key=lambda m: labels.get(m[0], m[0])):
+            texts = ov.evidence_texts(raw_dir(run_dir, serial, split) / spec.id / "run", answer)
+            decision = ov.decide(spec, serial, initial, texts)
+            rows.append(
+                OverrideRow(
+                    run=run, task_id=spec.id, device=labels.get(serial, serial), initial=decision.initial,
+                    final=spec.to if decision.applied else decision.initial,
+                    evidence=_short(spec.evidence, 80), applied=decision.applied, note=decision.note,
                 )
-            for serial, initial, answer, split in matches:
-                texts = ov.evidence_texts(raw_dir(run_dir, serial, split) / spec.id / "run", answer)
-                decision = ov.decide(spec, serial, bool(initial), texts)
-                rows.append(
-                    OverrideRow(
-                        run=run, task_id=spec.id, device=labels.get(serial, serial), initial=decision.initial,
-                        final=spec.to if decision.applied else decision.initial,
-                        evidence=_short(spec.evidence, 80), applied=decision.applied, note=decision.note,
-                    )
-                )
-                if decision.applied:
-                    finals.append((run, serial, spec.id, spec.to == "pass"))
+            )
+            if decision.applied:
+                finals[(run, serial, spec.id)] = spec.to == "pass"
     return rows, finals
 
 
@@ -134,113 +169,170 @@ def _rate_row(key: str, attempted: int, passed: int, errors: int) -> RateRow:
     return RateRow(key=key, attempted=attempted, passed=passed, errors=errors, rate=r.rate, low=r.low, high=r.high)
 
 
-def _rates(con: duckdb.DuckDBPyConnection, expr: str, labels: dict[str, str] | None = None) -> list[RateRow]:
+@dataclass
+class _Counts:
+    """What one grouping-sets pass over `shown` yields."""
+
+    rates: dict[str, list[RateRow]]
+    overall: tuple[int, int, int]
+    outcomes: list[CountRow]
+    execution: list[str]
+    login_total: int
+    markers_total: int
+
+
+def _counts(con: duckdb.DuckDBPyConnection, labels: dict[str, str]) -> _Counts:
+    """Every rate table, the outcome counts and the execution kinds in one scan."""
+    keys = ", ".join(f"coalesce(CAST({g} AS VARCHAR), '(none)') AS k_{g}" for g in _GROUPS)
+    sets = ", ".join(f"(k_{g})" for g in _GROUPS)
     rows = con.execute(
-        f"SELECT coalesce(CAST({expr} AS VARCHAR), '(none)') AS k,"
+        f"SELECT grouping(k_category, k_partition, k_device, k_expect, outcome, execution) AS g,"
+        f" k_category, k_partition, k_device, k_expect, outcome, execution,"
         f" count(*) FILTER (WHERE {_NOT_SKIPPED}), count(*) FILTER (WHERE {_NOT_SKIPPED} AND final),"
-        " count(*) FILTER (WHERE outcome = 'error')"
-        " FROM shown GROUP BY k ORDER BY k"
+        " count(*) FILTER (WHERE outcome = 'error'), count(*),"
+        " count(*) FILTER (WHERE login_handover), count(*) FILTER (WHERE len(markers) > 0)"
+        f" FROM (SELECT {keys}, outcome, execution, final, login_handover, markers FROM shown)"
+        f" GROUP BY GROUPING SETS ({sets}, (outcome), (execution), ())"
     ).fetchall()
-    out = [_rate_row(labels.get(k, k) if labels else k, a, p, e) for k, a, p, e in rows]
-    return sorted(out, key=lambda r: r.key)
+    # grouping() sets a bit per column *not* grouped, first column highest.
+    width = len(_GROUPS) + 2
+    only = {1 << (width - 1 - i): i for i in range(width)}
+    full = (1 << width) - 1
+    rates: dict[str, list[RateRow]] = {g: [] for g in _GROUPS}
+    counts = _Counts(rates, (0, 0, 0), [], [], 0, 0)
+    for row in rows:
+        g, values, (attempted, passed, errors, total, login, markers) = row[0], row[1:7], row[7:]
+        if g == full:
+            counts.overall, counts.login_total, counts.markers_total = (attempted, passed, errors), login, markers
+            continue
+        i = only[full ^ g]
+        if i < len(_GROUPS):
+            key = str(values[i])
+            if _GROUPS[i] == "device":
+                key = labels.get(key, key)
+            rates[_GROUPS[i]].append(_rate_row(key, attempted, passed, errors))
+        elif i == len(_GROUPS):
+            counts.outcomes.append(CountRow(key=values[i], count=total))
+        elif values[i]:
+            counts.execution.append(values[i])
+    for group in rates.values():
+        group.sort(key=lambda r: r.key)
+    counts.outcomes.sort(key=lambda c: c.key)
+    counts.execution.sort()
+    return counts
 
 
-def _stat(con: duckdb.DuckDBPyConnection, name: str, expr: str) -> Stat:
+def _stat(con: duckdb.DuckDBPyConnection, name: str, col: str) -> Stat:
     import numpy as np
 
-    arr = con.execute(f"SELECT {expr} FROM shown WHERE {_NOT_SKIPPED} AND {expr} IS NOT NULL").fetchnumpy()
-    values = np.sort(next(iter(arr.values())).astype(np.float64)) if arr else np.array([])
+    arr = con.execute(f"SELECT {col} FROM shown WHERE {_NOT_SKIPPED} AND {col} IS NOT NULL").fetchnumpy()
+    values = np.asarray(arr[col], dtype=np.float64)
     n = int(values.size)
     if n == 0:
         return Stat(name=name, n=0, median=None, p90=None)
-    p90 = float(values[max(1, int(np.ceil(0.9 * n))) - 1])
+    rank = max(1, int(np.ceil(0.9 * n))) - 1
+    # Selection, not a full sort: the same order statistics.
+    p90 = float(np.partition(values, rank)[rank])
     return Stat(name=name, n=n, median=float(np.median(values)), p90=p90)
 
 
-def _sum(con: duckdb.DuckDBPyConnection, name: str, expr: str) -> SumRow:
-    total, known, count = con.execute(
-        f"SELECT sum({expr}), count({expr}), count(*) FROM shown WHERE {_NOT_SKIPPED}"
-    ).fetchone() or (None, 0, 0)
-    return SumRow(name=name, total=None if known == 0 else float(total), known=known, unknown=count - known)
+_SUMS = (
+    ("time_split", ("model_ms", "screen_read_ms", "action_ms", "other_ms")),
+    ("tokens", ("input_new", "cache_read", "cache_write", "output")),
+    ("cost", ("cost_usd",)),
+)
+
+
+def _sum_fn(col: str) -> str:
+    # Integers sum exactly; doubles with compensated summation, so the order rows arrive in does not matter.
+    return "fsum" if duck.report_type(col) == "DOUBLE" else "sum"
+
+
+def _sums(con: duckdb.DuckDBPyConnection) -> dict[str, list[SumRow]]:
+    cols = [c for _, group in _SUMS for c in group]
+    row = con.execute(
+        "SELECT count(*), " + ", ".join(f"{_sum_fn(c)}({c}), count({c})" for c in cols)
+        + f" FROM shown WHERE {_NOT_SKIPPED}"
+    ).fetchone()
+    count = int(row[0]) if row else 0
+    rows: dict[str, SumRow] = {}
+    for i, c in enumerate(cols):
+        total, known = (row[1 + 2 * i], int(row[2 + 2 * i])) if row else (None, 0)
+        rows[c] = SumRow(name=c, total=None if known == 0 or total is None else float(total), known=known,
+                         unknown=count - known)
+    return {part: [rows[c] for c in group] for part, group in _SUMS}
 
 
 def _comparison(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str) -> Comparison:
-    pairs = con.execute(
-        "SELECT a.final, b.final FROM shown a JOIN shown b USING (task_id, device)"
+    import numpy as np
+
+    arr = con.execute(
+        "SELECT a.final AS a, b.final AS b FROM shown a JOIN shown b USING (task_id, device)"
         " WHERE a.run = ? AND b.run = ? AND a.outcome <> 'skipped' AND b.outcome <> 'skipped'"
         " ORDER BY task_id, device",
         [run_a, run_b],
-    ).fetchall()
-    a = [bool(p[0]) for p in pairs]
-    b = [bool(p[1]) for p in pairs]
-    both = sum(x and y for x, y in pairs)
-    only_a = sum(x and not y for x, y in pairs)
-    only_b = sum(y and not x for x, y in pairs)
+    ).fetchnumpy()
+    a = np.asarray(arr["a"], dtype=bool)
+    b = np.asarray(arr["b"], dtype=bool)
+    n = int(a.size)
+    both = int(np.count_nonzero(a & b))
+    only_a = int(np.count_nonzero(a & ~b))
+    only_b = int(np.count_nonzero(b & ~a))
     boot = paired_bootstrap(a, b)
-    n = len(pairs)
     return Comparison(
         run_a=run_a, run_b=run_b, units=n, both=both, only_a=only_a, only_b=only_b,
-        neither=n - both - only_a - only_b, rate_a=sum(a) / n if n else None, rate_b=sum(b) / n if n else None,
-        mcnemar_p=mcnemar_exact(only_a, only_b), diff=boot.diff, diff_low=boot.low, diff_high=boot.high,
-        resamples=boot.resamples, seed=boot.seed,
+        neither=n - both - only_a - only_b, rate_a=int(a.sum()) / n if n else None,
+        rate_b=int(b.sum()) / n if n else None, mcnemar_p=mcnemar_exact(only_a, only_b), diff=boot.diff,
+        diff_low=boot.low, diff_high=boot.high, resamples=boot.resamples, seed=boot.seed,
     )
+
+
+def _skip_rows(con: duckdb.DuckDBPyConnection, where: str, default: str, labels: dict[str, str]) -> list[SkipRow]:
+    return [
+        SkipRow(task_id=t, device=labels.get(d, d), reason=_short(r or default))
+        for t, d, r in con.execute(
+            f"SELECT task_id, device, reason FROM shown WHERE {where} ORDER BY task_id, device, run"
+            f" LIMIT {LIST_CAP}"
+        ).fetchall()
+    ]
 
 
 def aggregate(
-    run_dirs: Sequence[Path], *, include_holdout: bool = False, overrides_files: Sequence[Path] = ()
+    run_dirs: Sequence[Path],
+    *,
+    include_holdout: bool = False,
+    overrides_files: Sequence[Path] = (),
+    cache_min_bytes: int = duck.CACHE_MIN_BYTES,
 ) -> Aggregation:
-    """Compute everything a report shows for one run (or a paired comparison of two)."""
+    """Compute everything a report shows for one run (or a paired comparison of two).
+
+    Only aggregates and the first `LIST_CAP` rows of each list leave DuckDB; the per-attempt files
+    (scores.csv, junit.xml) are written from DuckDB by the report writers.
+    """
     run_dirs = list(run_dirs)
-    con = duck.connect(run_dirs, report_columns_only=True)
-    duck.materialise(con, run_dirs)
+    con = duck.connect(run_dirs, records_view=False)
+    source = duck.report_records(con, run_dirs, cache_min_bytes=cache_min_bytes)
+    latest = f"SELECT *, {_LOGIN} AS login_handover, {_INITIAL} AS initial FROM rec"
+    if source.retries:
+        con.execute(
+            f"CREATE TEMP TABLE latest AS {latest}"
+            " QUALIFY row_number() OVER (PARTITION BY run, device, task_id ORDER BY attempt DESC) = 1"
+            + (" ORDER BY pos" if source.ordered else "")
+        )
+    else:
+        con.execute(f"CREATE TEMP VIEW latest AS {latest}")
     labels = device_labels(con)
-    con.execute("CREATE TEMP TABLE labels (serial VARCHAR, label VARCHAR)")
-    if labels:
-        con.executemany("INSERT INTO labels VALUES (?, ?)", list(labels.items()))
-    con.execute(
-        "CREATE TEMP TABLE latest AS SELECT *, (outcome = 'takeover' AND takeover_kind = 'login'"
-        " AND coalesce(expect, '') <> 'takeover') AS login_handover,"
-        " (passed AND outcome NOT IN ('error', 'skipped') AND NOT (outcome = 'takeover' AND takeover_kind = 'login'"
-        " AND coalesce(expect, '') <> 'takeover')) AS initial"
-        " FROM rec QUALIFY row_number() OVER (PARTITION BY run, device, task_id ORDER BY attempt DESC) = 1"
-    )
-    con.execute("DROP TABLE rec")
     override_rows, finals = _overrides(con, run_dirs, overrides_files, labels)
-    con.execute("CREATE TEMP TABLE ovr (run VARCHAR, device VARCHAR, task_id VARCHAR, final BOOLEAN)")
-    if finals:
-        con.executemany("INSERT INTO ovr VALUES (?, ?, ?, ?)", finals)
     holdout = "true" if include_holdout else "coalesce(l.partition, '') <> 'holdout'"
+    final, join = _final_sql(con, finals)
     con.execute(
-        "CREATE TEMP TABLE shown AS SELECT l.*, coalesce(o.final, l.initial) AS final FROM latest l"
-        f" LEFT JOIN ovr o USING (run, device, task_id) WHERE {holdout}"
+        f"CREATE TEMP VIEW shown AS SELECT l.* REPLACE ({_scrubbed_reason(labels)} AS reason), {final} AS final"
+        f" FROM latest l{join} WHERE {holdout}"
     )
-    _scrub_serials(con, labels)
     hidden_tasks, hidden_attempts = (0, 0) if include_holdout else con.execute(
         "SELECT count(DISTINCT task_id), count(*) FROM latest WHERE partition = 'holdout'"
     ).fetchone() or (0, 0)
-    overall_row = con.execute(
-        f"SELECT count(*) FILTER (WHERE {_NOT_SKIPPED}), count(*) FILTER (WHERE {_NOT_SKIPPED} AND final),"
-        " count(*) FILTER (WHERE outcome = 'error') FROM shown"
-    ).fetchone() or (0, 0, 0)
-    outcomes = [
-        CountRow(key=k, count=c)
-        for k, c in con.execute("SELECT outcome, count(*) FROM shown GROUP BY 1 ORDER BY 1").fetchall()
-    ]
-    skipped_total = _scalar(con, "SELECT count(*) FROM shown WHERE outcome = 'skipped'")
-    skipped = [
-        SkipRow(task_id=t, device=labels.get(d, d), reason=_short(r or "skipped"))
-        for t, d, r in con.execute(
-            "SELECT task_id, device, reasons[1] FROM shown WHERE outcome = 'skipped'"
-            f" ORDER BY task_id, device LIMIT {LIST_CAP}"
-        ).fetchall()
-    ]
-    login = [
-        SkipRow(task_id=t, device=labels.get(d, d), reason=_short(r or "login"))
-        for t, d, r in con.execute(
-            "SELECT task_id, device, reasons[1] FROM shown WHERE login_handover"
-            f" ORDER BY task_id, device LIMIT {LIST_CAP}"
-        ).fetchall()
-    ]
+    counts = _counts(con, labels)
     failure_categories = [
         CountRow(key=k, count=c)
         for k, c in con.execute(
@@ -252,73 +344,81 @@ def aggregate(
     markers = [
         MarkerRow(device=labels.get(d, d), task_id=t, markers=list(m))
         for d, t, m in con.execute(
-            "SELECT device, task_id, markers FROM shown WHERE len(markers) > 0 ORDER BY device, task_id"
+            "SELECT device, task_id, markers FROM shown WHERE len(markers) > 0 ORDER BY device, task_id, run"
+            f" LIMIT {LIST_CAP}"
         ).fetchall()
     ]
-    failures_total = _scalar(con, f"SELECT count(*) FROM shown WHERE {_NOT_SKIPPED} AND NOT final")
+    sums = _sums(con)
     runs = [d.name for d in run_dirs]
-    execution = [r[0] for r in con.execute("SELECT DISTINCT execution FROM shown ORDER BY 1").fetchall() if r[0]]
+    outcome_counts = {c.key: c.count for c in counts.outcomes}
     data = ReportData(
         runs=runs,
         generated_at=utc_now(),
         include_holdout=include_holdout,
         hidden_holdout_tasks=hidden_tasks,
         hidden_holdout_attempts=hidden_attempts,
-        execution=execution,
-        overall=_rate_row("all", *overall_row),
-        outcomes=outcomes,
-        by_category=_rates(con, "category"),
-        by_partition=_rates(con, "partition"),
-        by_device=_rates(con, "device", labels),
-        by_expect=_rates(con, "expect"),
-        skipped=skipped,
-        skipped_total=skipped_total,
-        login_handover=login,
+        execution=counts.execution,
+        overall=_rate_row("all", *counts.overall),
+        outcomes=counts.outcomes,
+        by_category=counts.rates["category"],
+        by_partition=counts.rates["partition"],
+        by_device=counts.rates["device"],
+        by_expect=counts.rates["expect"],
+        skipped=_skip_rows(con, "outcome = 'skipped'", "skipped", labels),
+        skipped_total=outcome_counts.get("skipped", 0),
+        login_handover=_skip_rows(con, "login_handover", "login", labels),
+        login_handover_total=counts.login_total,
         failure_categories=failure_categories,
-        infrastructure_errors=overall_row[2],
+        infrastructure_errors=counts.overall[2],
         timing=[
-            _stat(con, "first_feedback_ms", "metrics.first_feedback_ms"),
-            _stat(con, "round_trips", "metrics.round_trips"),
-            _stat(con, "total_ms", "metrics.total_ms"),
+            _stat(con, "first_feedback_ms", "first_feedback_ms"),
+            _stat(con, "round_trips", "round_trips"),
+            _stat(con, "total_ms", "total_ms"),
         ],
-        time_split=[
-            _sum(con, "model_ms", "metrics.model_ms"),
-            _sum(con, "screen_read_ms", "metrics.screen_read_ms"),
-            _sum(con, "action_ms", "metrics.action_ms"),
-            _sum(con, "other_ms", "metrics.other_ms"),
-        ],
-        tokens=[
-            _sum(con, "input_new", "tokens.input_new"),
-            _sum(con, "cache_read", "tokens.cache_read"),
-            _sum(con, "cache_write", "tokens.cache_write"),
-            _sum(con, "output", "tokens.output"),
-        ],
-        cost=_sum(con, "cost_usd", "cost_usd"),
+        time_split=sums["time_split"],
+        tokens=sums["tokens"],
+        cost=sums["cost"][0],
         overrides=override_rows,
         markers=markers,
-        failures_total=failures_total,
+        markers_total=counts.markers_total,
+        failures_total=sum(c.count for c in failure_categories),
         comparison=_comparison(con, runs[0], runs[1]) if len(runs) == 2 else None,
     )
-    agg = Aggregation(con=con, labels=labels, data=data, run_dirs=run_dirs)
+    agg = Aggregation(
+        con=con, labels=labels, data=data, run_dirs=run_dirs, ordered=source.ordered,
+        scan_ordered=source.ordered and not join,
+    )
     data.failures = list(agg.task_rows(f"{_NOT_SKIPPED} AND NOT final", LIST_CAP))
     return agg
 
 
-def _scrub_serials(con: duckdb.DuckDBPyConnection, labels: dict[str, str]) -> None:
-    """Reports never show serials: replace any serial quoted in a reason by its device label."""
-    expr = "x"
+_FEW_OVERRIDES = 64
+
+
+def _final_sql(con: duckdb.DuckDBPyConnection, finals: dict[tuple[str, str, str], bool]) -> tuple[str, str]:
+    """The final-verdict expression over `latest l`, and the join it needs (none for a few re-judgements)."""
+    if not finals:
+        return "l.initial", ""
+    if len(finals) <= _FEW_OVERRIDES:
+        # An expression rather than a join keeps the rows in storage order (writers then need no sort).
+        q = duck.sql_str
+        whens = " ".join(
+            f"WHEN l.run = {q(r)} AND l.device = {q(d)} AND l.task_id = {q(t)} THEN {str(v).lower()}"
+            for (r, d, t), v in finals.items()
+        )
+        tasks = ", ".join(q(t) for t in sorted({t for _, _, t in finals}))
+        return f"CASE WHEN l.task_id IN ({tasks}) THEN (CASE {whens} ELSE l.initial END) ELSE l.initial END", ""
+    con.execute("CREATE TEMP TABLE ovr (run VARCHAR, device VARCHAR, task_id VARCHAR, final BOOLEAN)")
+    con.executemany("INSERT INTO ovr VALUES (?, ?, ?, ?)", [(*k, v) for k, v in finals.items()])
+    return "coalesce(o.final, l.initial)", " LEFT JOIN ovr o USING (run, device, task_id)"
+
+
+def _scrubbed_reason(labels: dict[str, str]) -> str:
+    """Reports never show serials: the first reason with any quoted serial replaced by its device label."""
+    expr = "l.reason"
     hits = []
     for serial, label in sorted(labels.items(), key=lambda kv: -len(kv[0])):
         if serial:
             expr = f"replace({expr}, {duck.sql_str(serial)}, {duck.sql_str(label)})"
-            hits.append(f"contains(array_to_string(reasons, chr(10)), {duck.sql_str(serial)})")
-    if hits:
-        con.execute(
-            f"UPDATE shown SET reasons = list_transform(reasons, lambda x: {expr})"
-            f" WHERE len(reasons) > 0 AND ({' OR '.join(hits)})"
-        )
-
-
-def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> int:
-    row = con.execute(sql).fetchone()
-    return int(row[0]) if row and row[0] is not None else 0
+            hits.append(f"contains(l.reason, {duck.sql_str(serial)})")
+    return f"CASE WHEN {' OR '.join(hits)} THEN {expr} ELSE l.reason END" if hits else "l.reason"

@@ -1,11 +1,17 @@
-"""DuckDB views over record files: `records`, `runs`, `devices`."""
+"""DuckDB over record files: `records`, `runs`, `devices` views, and the report columns (with a columnar cache)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from farm.errors import FarmError
 from farm.manifest import manifest_path
@@ -48,10 +54,6 @@ RECORD_COLUMNS: dict[str, str] = {
 }
 
 
-# What reports need; `checks` and `extra` stay in the files (and in the `records` view for queries).
-REPORT_COLUMNS = tuple(c for c in RECORD_COLUMNS if c not in ("checks", "extra", "source", "schema_version"))
-
-
 def sql_str(text: str) -> str:
     """A SQL string literal."""
     return "'" + text.replace("'", "''") + "'"
@@ -66,25 +68,26 @@ def run_dirs_under(runs_dir: Path) -> list[Path]:
     )
 
 
-def connect(run_dirs: Sequence[Path], *, report_columns_only: bool = False) -> duckdb.DuckDBPyConnection:
+def _json_source(files: Sequence[str], columns: dict[str, str]) -> str:
+    listing = "[" + ", ".join(sql_str(f) for f in files) + "]"
+    spec = "{" + ", ".join(f"{sql_str(k)}: {sql_str(v)}" for k, v in columns.items()) + "}"
+    # An explicit schema and format: no sampling pass over the file to guess types.
+    return f"read_json({listing}, format='newline_delimited', columns={spec})"
+
+
+def connect(run_dirs: Sequence[Path], *, records_view: bool = True) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with `records`, `runs` and `devices` views over the given runs.
 
-    `report_columns_only` reads only what reports need (JSON parsing is the cost that dominates).
+    `records_view=False` leaves `records` out (reports read through `report_records` instead).
     """
     import duckdb
 
     con = duckdb.connect(":memory:")
     files = [str(d / RECORDS_FILE) for d in run_dirs if (d / RECORDS_FILE).is_file()]
-    wanted = {k: v for k, v in RECORD_COLUMNS.items() if not report_columns_only or k in REPORT_COLUMNS}
-    columns = "{" + ", ".join(f"{sql_str(k)}: {sql_str(v)}" for k, v in wanted.items()) + "}"
-    if files:
-        listing = "[" + ", ".join(sql_str(f) for f in files) + "]"
-        con.execute(
-            f"CREATE VIEW records AS SELECT * FROM read_json({listing}, format='newline_delimited', "
-            f"columns={columns})"
-        )
-    else:
-        cols = ", ".join(f"CAST(NULL AS {v}) AS {k}" for k, v in wanted.items())
+    if records_view and files:
+        con.execute(f"CREATE VIEW records AS SELECT * FROM {_json_source(files, RECORD_COLUMNS)}")
+    elif records_view:
+        cols = ", ".join(f"CAST(NULL AS {v}) AS {k}" for k, v in RECORD_COLUMNS.items())
         con.execute(f"CREATE VIEW records AS SELECT {cols} WHERE false")
     runs_rows: list[tuple[str, str | None, str | None, str | None, str]] = []
     device_rows: list[tuple[str, str, str | None, str | None, str | None, str, str | None]] = []
@@ -125,16 +128,235 @@ def connect(run_dirs: Sequence[Path], *, report_columns_only: bool = False) -> d
     return con
 
 
-def materialise(con: duckdb.DuckDBPyConnection, run_dirs: Sequence[Path], table: str = "rec") -> None:
-    """Read the record files once into a temp table; a damaged file is a FarmError naming file and line."""
+# What reports read, flattened: (column, expression over the record). Only the first reason is ever shown.
+REPORT_SELECT: tuple[tuple[str, str], ...] = (
+    ("run", "run"), ("device", "device"), ("task_id", "task_id"), ("category", "category"),
+    ("partition", "partition"), ("expect", "expect"), ("outcome", "outcome"), ("passed", "passed"),
+    ("answer", "answer"), ("reason", "reasons[1]"), ("failure_category", "failure_category"),
+    ("takeover_kind", "takeover_kind"), ("first_feedback_ms", "metrics.first_feedback_ms"),
+    ("round_trips", "metrics.round_trips"), ("model_ms", "metrics.model_ms"),
+    ("screen_read_ms", "metrics.screen_read_ms"), ("action_ms", "metrics.action_ms"),
+    ("other_ms", "metrics.other_ms"), ("total_ms", "metrics.total_ms"), ("input_new", "tokens.input_new"),
+    ("cache_read", "tokens.cache_read"), ("cache_write", "tokens.cache_write"), ("output", "tokens.output"),
+    ("cost_usd", "cost_usd"), ("attempt", "attempt"), ("execution", "execution"), ("split", "split"),
+    ("markers", "markers"),
+)
+_REPORT_READ = ("run", "device", "task_id", "category", "partition", "expect", "outcome", "passed", "answer",
+                "reasons", "failure_category", "takeover_kind", "metrics", "tokens", "cost_usd", "attempt",
+                "execution", "split", "markers")
+
+ORDER = "run, task_id, device, attempt"
+"""The order record sources are stored in (`pos` follows it)."""
+
+CACHE_DIR = ".cache"
+CACHE_FILE = "records.duckdb"
+CACHE_FORMAT = 1
+"""Bump when REPORT_SELECT changes: older caches are then rebuilt."""
+CACHE_MIN_BYTES = 16 << 20
+"""Record files smaller than this are parsed every time (it is fast) and get no cache."""
+
+
+class FileStamp(BaseModel):
+    """What identifies the content of a records.jsonl a cache was built from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    size: int
+    """Size in bytes."""
+    mtime_ns: int
+    """Modification time (ns)."""
+    first_line_sha256: str
+    """SHA-256 of the first line."""
+    last_line_sha256: str
+    """SHA-256 of the last line."""
+
+
+class CacheStamp(BaseModel):
+    """Stored inside the cache: the file it was derived from, and facts about its rows."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: int
+    """CACHE_FORMAT the cache was written with."""
+    source: FileStamp
+    """The records.jsonl it was built from (taken before reading it)."""
+    duplicate_keys: int
+    """(run, device, task_id) keys with more than one record (retries)."""
+
+
+def file_stamp(path: Path) -> FileStamp:
+    """Size, mtime and the hashes of the first and last lines of a file."""
+    st = path.stat()
+    with path.open("rb") as fh:
+        first = fh.readline()
+        fh.seek(max(0, st.st_size - (1 << 16)))
+        # A last line longer than the window is identified by its last 64 KiB.
+        last = fh.read().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    return FileStamp(
+        size=st.st_size, mtime_ns=st.st_mtime_ns,
+        first_line_sha256=hashlib.sha256(first).hexdigest(), last_line_sha256=hashlib.sha256(last).hexdigest(),
+    )
+
+
+def cache_path(run_dir: Path) -> Path:
+    """Where a run keeps the columnar cache of its records.jsonl (derived; safe to delete)."""
+    return run_dir / CACHE_DIR / CACHE_FILE
+
+
+@dataclass(frozen=True)
+class ReportRecords:
+    """What `report_records` set up."""
+
+    retries: bool
+    """Some (run, device, task_id) key has more than one record: keep the latest attempt."""
+    ordered: bool
+    """`pos` orders `rec` by (run, task_id, device, attempt): a single source, sorted when it was read."""
+
+
+def report_records(
+    con: duckdb.DuckDBPyConnection, run_dirs: Sequence[Path], *, cache_min_bytes: int = CACHE_MIN_BYTES
+) -> ReportRecords:
+    """Create the `rec` view: the REPORT_SELECT columns of every run's records, plus `pos` (row position).
+
+    Large record files are read through a columnar cache next to them, rebuilt whenever the file's size,
+    mtime, first or last line differ from what the cache was built from. A damaged file is a FarmError
+    naming file and line.
+    """
+    sources: list[str] = []
+    duplicates = False
+    seen: dict[Path, str] = {}
+    for i, run_dir in enumerate(run_dirs):
+        path = (run_dir / RECORDS_FILE).resolve()
+        if not path.is_file():
+            continue
+        if path in seen:
+            sources.append(seen[path])
+            duplicates = True
+            continue
+        name, dup_keys = _source(con, path, f"src{i}", cache_min_bytes)
+        seen[path] = name
+        sources.append(name)
+        duplicates = duplicates or dup_keys > 0
+    if sources:
+        con.execute(
+            "CREATE TEMP VIEW rec AS " + " UNION ALL ".join(f"SELECT *, rowid AS pos FROM {s}" for s in sources)
+        )
+        if len(sources) > 1 and not duplicates:
+            # Retries of one key can only span files if a run id appears in more than one of them.
+            shared = con.execute(
+                "SELECT count(*) FROM (SELECT run FROM ("
+                + " UNION ALL ".join(f"SELECT DISTINCT run, {n} AS f FROM {s}" for n, s in enumerate(sources))
+                + ") GROUP BY run HAVING count(*) > 1)"
+            ).fetchone()
+            duplicates = bool(shared and shared[0])
+    else:
+        cols = ", ".join(f"CAST(NULL AS {_REPORT_TYPES[c]}) AS {c}" for c, _ in REPORT_SELECT)
+        con.execute(f"CREATE TEMP VIEW rec AS SELECT {cols}, CAST(NULL AS BIGINT) AS pos WHERE false")
+    return ReportRecords(retries=duplicates, ordered=len(sources) == 1)
+
+
+_REPORT_TYPES: dict[str, str] = {
+    **{c: "VARCHAR" for c, _ in REPORT_SELECT},
+    "passed": "BOOLEAN", "round_trips": "BIGINT", "input_new": "BIGINT", "cache_read": "BIGINT",
+    "cache_write": "BIGINT", "output": "BIGINT", "attempt": "BIGINT", "markers": "VARCHAR[]",
+    **{c: "DOUBLE" for c in ("first_feedback_ms", "model_ms", "screen_read_ms", "action_ms", "other_ms",
+                             "total_ms", "cost_usd")},
+}
+def report_type(column: str) -> str:
+    """The SQL type of a REPORT_SELECT column."""
+    return _REPORT_TYPES[column]
+
+
+_DUP_KEYS_SQL = "SELECT count(*) FROM (SELECT run, device, task_id FROM {t} GROUP BY ALL HAVING count(*) > 1)"
+
+
+def _select_json(path: Path) -> str:
+    cols = ", ".join(f"{expr} AS {name}" for name, expr in REPORT_SELECT)
+    read = {k: RECORD_COLUMNS[k] for k in _REPORT_READ}
+    # Stored in report order, so a report over one run can write its rows without sorting them.
+    return f"SELECT {cols} FROM {_json_source([str(path)], read)} ORDER BY {ORDER}"
+
+
+def _source(con: duckdb.DuckDBPyConnection, path: Path, name: str, cache_min_bytes: int) -> tuple[str, int]:
+    """A table holding the report columns of one records.jsonl, and its duplicate-key count."""
     import duckdb
 
+    stamp = file_stamp(path)
+    if stamp.size >= cache_min_bytes:
+        cached = _open_cache(con, path, stamp, name)
+        if cached is not None:
+            return cached
+        built = _build_cache(con, path, stamp, name)
+        if built is not None:
+            return built
     try:
-        con.execute(f"CREATE TEMP TABLE {table} AS SELECT {', '.join(REPORT_COLUMNS)} FROM records")
+        con.execute(f"CREATE TEMP TABLE {name} AS {_select_json(path)}")
     except duckdb.Error:
-        for d in run_dirs:
-            _find_bad_line(d / RECORDS_FILE)
-        raise FarmError("records: unreadable record files", hint="check records.jsonl of each run") from None
+        _raise_bad_file(path)
+    row = con.execute(_DUP_KEYS_SQL.format(t=name)).fetchone()
+    return name, int(row[0]) if row else 0
+
+
+def _open_cache(con: duckdb.DuckDBPyConnection, path: Path, stamp: FileStamp, name: str) -> tuple[str, int] | None:
+    import duckdb
+
+    cache = cache_path(path.parent)
+    if not cache.is_file():
+        return None
+    try:
+        con.execute(f"ATTACH {sql_str(str(cache))} AS {name}_db (READ_ONLY)")
+    except duckdb.Error:
+        return None
+    try:
+        row = con.execute(f"SELECT stamp FROM {name}_db.stamp").fetchone()
+        found = CacheStamp.model_validate_json(row[0]) if row else None
+    except (duckdb.Error, ValidationError):
+        found = None
+    if found is None or found.format != CACHE_FORMAT or found.source != stamp:
+        con.execute(f"DETACH {name}_db")
+        return None
+    return f"{name}_db.rec", found.duplicate_keys
+
+
+def _build_cache(con: duckdb.DuckDBPyConnection, path: Path, stamp: FileStamp, name: str) -> tuple[str, int] | None:
+    """Parse the JSONL into a new cache file, publish it atomically, attach it; None when it cannot be written."""
+    import duckdb
+
+    cache = cache_path(path.parent)
+    try:
+        cache.parent.mkdir(exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".records.", suffix=".duckdb", dir=cache.parent)
+    except OSError:
+        return None
+    os.close(fd)
+    os.unlink(tmp)
+    try:
+        try:
+            con.execute(f"ATTACH {sql_str(tmp)} AS build")
+        except duckdb.Error:
+            return None
+        try:
+            con.execute(f"CREATE TABLE build.rec AS {_select_json(path)}")
+        except duckdb.Error:
+            con.execute("DETACH build")
+            _raise_bad_file(path)
+        row = con.execute(_DUP_KEYS_SQL.format(t="build.rec")).fetchone()
+        # The stamp taken *before* reading: if the file grew meanwhile, the next report sees the change.
+        found = CacheStamp(format=CACHE_FORMAT, source=stamp, duplicate_keys=int(row[0]) if row else 0)
+        con.execute("CREATE TABLE build.stamp (stamp VARCHAR)")
+        con.execute("INSERT INTO build.stamp VALUES (?)", [found.model_dump_json()])
+        con.execute("DETACH build")
+        os.replace(tmp, cache)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+        Path(tmp + ".wal").unlink(missing_ok=True)
+    con.execute(f"ATTACH {sql_str(str(cache))} AS {name}_db (READ_ONLY)")
+    return f"{name}_db.rec", found.duplicate_keys
+
+
+def _raise_bad_file(path: Path) -> NoReturn:
+    _find_bad_line(path)
+    raise FarmError(f"{path}: unreadable record file", hint="check records.jsonl of the run")
 
 
 def _find_bad_line(path: Path) -> None:

@@ -5,10 +5,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 Z95 = 1.959963984540054
 BOOTSTRAP_SEED = 20260101
 BOOTSTRAP_RESAMPLES = 10_000
+_BOOTSTRAP_BLOCK = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -56,7 +62,11 @@ class PairedDiff:
 
 
 def paired_bootstrap(
-    a: Sequence[bool], b: Sequence[bool], *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
+    a: Sequence[bool] | NDArray[np.bool_],
+    b: Sequence[bool] | NDArray[np.bool_],
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
 ) -> PairedDiff:
     """Percentile 95 % interval of rate(B) − rate(A), resampling the same unit indices for both arms."""
     import numpy as np
@@ -68,8 +78,14 @@ def paired_bootstrap(
         return PairedDiff(0, None, None, None, resamples, seed)
     delta = np.asarray(b, dtype=np.float64) - np.asarray(a, dtype=np.float64)
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(resamples, n))
-    means = delta[idx].mean(axis=1)
+    # Resamples are drawn in blocks (the same stream as one (resamples, n) draw) so memory stays bounded.
+    block = max(1, _BOOTSTRAP_BLOCK // n)
+    means = np.concatenate(
+        [
+            delta[rng.integers(0, n, size=(min(block, resamples - i), n))].mean(axis=1)
+            for i in range(0, resamples, block)
+        ]
+    )
     low, high = np.percentile(means, [2.5, 97.5])
     return PairedDiff(n, float(delta.mean()), float(low), float(high), resamples, seed)
 
