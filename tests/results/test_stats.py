@@ -62,3 +62,13 @@ def test_percentiles() -> None:
     assert nearest_rank([3.0], 90) == 3.0
     assert nearest_rank([], 90) is None and median([]) is None
     assert math.isclose(median([1.0, 2.0, 10.0]) or 0, 2.0)
+
+
+def test_paired_bootstrap_in_blocks_equals_one_draw(monkeypatch: pytest.MonkeyPatch) -> None:
+    from farm.results import stats
+
+    a = [i % 3 == 0 for i in range(50)]
+    b = [i % 2 == 0 for i in range(50)]
+    whole = paired_bootstrap(a, b, resamples=500)
+    monkeypatch.setattr(stats, "_BOOTSTRAP_BLOCK", 120)
+    assert paired_bootstrap(a, b, resamples=500) == whole
