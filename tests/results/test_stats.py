@@ -72,3 +72,28 @@ def test_paired_bootstrap_in_blocks_equals_one_draw(monkeypatch: pytest.MonkeyPa
     whole = paired_bootstrap(a, b, resamples=500)
     monkeypatch.setattr(stats, "_BOOTSTRAP_BLOCK", 120)
     assert paired_bootstrap(a, b, resamples=500) == whole
+
+
+def test_mcnemar_for_many_pairs_matches_the_exact_sum(monkeypatch: pytest.MonkeyPatch) -> None:
+    from farm.results import stats
+
+    exact = [mcnemar_exact(a, b) for a, b in ((40, 70), (300, 330), (1, 999))]
+    monkeypatch.setattr(stats, "_EXACT_MCNEMAR_N", 10)
+    for (a, b), p in zip(((40, 70), (300, 330), (1, 999)), exact, strict=True):
+        assert mcnemar_exact(a, b) == pytest.approx(p, rel=1e-9)
+
+
+def test_paired_bootstrap_for_many_units_draws_counts_with_the_same_distribution(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from farm.results import stats
+
+    a = [i % 3 == 0 for i in range(3000)]
+    b = [i % 2 == 0 for i in range(3000)]
+    by_index = paired_bootstrap(a, b)
+    monkeypatch.setattr(stats, "_BOOTSTRAP_INDEX_N", 10)
+    by_count = paired_bootstrap(a, b)
+    assert by_count.diff == by_index.diff
+    assert by_count.low is not None and by_index.low is not None and by_count.high is not None
+    assert by_count.low == pytest.approx(by_index.low, abs=0.005)
+    assert by_count.high == pytest.approx(by_index.high, abs=0.005)
