@@ -68,6 +68,7 @@ def _copy_new(agg: Aggregation, select: str, path: Path, options: str) -> None:
     os.close(fd)
     try:
         agg.con.execute(f"COPY ({select}) TO {sql_str(tmp)} ({options})")
+        os.chmod(tmp, 0o600)  # like every other report file (fsutil's temp files)
         with open(tmp, "rb") as out:
             os.fsync(out.fileno())
         try:
