@@ -41,23 +41,10 @@ class DeviceTokens(_Loose):
     """Output tokens."""
 
 
-class DeviceMetrics(_Loose):
-    """运行小结 of one task as the app writes it (milliseconds)."""
+class DeviceMetrics(RunMetrics):
+    """运行小结 of one task as the app writes it: the record's fields, in camelCase, unknown keys kept."""
 
-    first_feedback_ms: float | None = None
-    """Time to the first feedback."""
-    round_trips: int | None = None
-    """Model round trips."""
-    model_ms: float | None = None
-    """Waiting on the model."""
-    screen_read_ms: float | None = None
-    """Reading the screen."""
-    action_ms: float | None = None
-    """Performing actions."""
-    other_ms: float | None = None
-    """Everything else."""
-    total_ms: float | None = None
-    """Wall time."""
+    model_config = ConfigDict(extra="allow", populate_by_name=True, alias_generator=to_camel)
 
     @classmethod
     def of(cls, metrics: RunMetrics) -> DeviceMetrics:

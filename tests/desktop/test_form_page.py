@@ -9,15 +9,8 @@ from playwright.sync_api import BrowserContext, Page, sync_playwright
 
 from farm.desktop.tasks import FORM_PAGE, get_task
 from tests.helpers.desktop import REPO
+from web_bench.browser.chromium import CHROMIUM_ARGS
 
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 TIMEOUT_MS = 30_000
 
 
