@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from farm.android.executor import ExecutorOutcome, PhoneJob, ProgressSink, RunOptions, TestStatus
+from farm.android.executor import ExecutorName, ExecutorOutcome, PhoneJob, ProgressSink, RunOptions, TestStatus
 from farm.errors import FarmError
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def llm_config(cfg: FarmConfig | None, settings: HostSettings, options: RunOptio
 class HostExecutor:
     """Runs one phone's tasks one by one with host_agent and writes the eval tree locally."""
 
-    name: Literal["host"] = "host"
+    name: ExecutorName = "host"
 
     def __init__(self, cfg: FarmConfig | None = None, settings: HostSettings | None = None) -> None:
         self.cfg = cfg

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import importlib
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +28,8 @@ from farm.taskset.probes import ProbeSpec, load_catalogue
 
 if TYPE_CHECKING:
     from rich.progress import Progress
+
+    from farm.android.host_executor import HostSettings
 
 ExecutorChoice = Literal["instrument", "host"]
 
@@ -61,8 +62,8 @@ class RunRequest:
     command: list[str] = field(default_factory=list)
     show_progress: bool = True
     probes_dir: Path | None = None
-    host: object | None = None
-    """`farm.android.host_executor.HostSettings` for `--executor host` (policy, model flags)."""
+    host: HostSettings | None = None
+    """Policy and model flags for `--executor host`."""
 
 
 @dataclass
@@ -94,18 +95,16 @@ def default_run_id(split: str, tasks: list[LoadedTask]) -> str:
     return f"{now:%Y%m%d-%H%M}-{split}-{digest}"
 
 
-def load_executor(name: str, cfg: FarmConfig, host: object | None = None) -> Executor:
-    """The executor by name; `host` comes from `farm.android.host_executor.make_executor(cfg)`."""
+def load_executor(name: str, cfg: FarmConfig, host: HostSettings | None = None) -> Executor:
+    """The executor by name (imported on demand: the host executor pulls in uiautomator2 and the model SDKs)."""
     if name == "instrument":
         from farm.android.instrument_executor import InstrumentExecutor
 
         return InstrumentExecutor(cfg.pull)
     if name == "host":
-        try:
-            module = importlib.import_module("farm.android.host_executor")
-        except ImportError as exc:
-            raise FarmError(f"--executor host: not available ({exc})", hint="use --executor instrument") from None
-        return cast(Executor, module.make_executor(cfg, host))
+        from farm.android.host_executor import make_executor
+
+        return make_executor(cfg, host)
     raise FarmError(f"--executor {name}: unknown executor", hint="use instrument or host")
 
 
