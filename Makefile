@@ -18,7 +18,10 @@ sysdeps:
 	fi
 
 $(STAMP): pyproject.toml
-	@test -x $(PY) || python3 -m venv $(VENV)
+	@test -x $(PY) || python3 -m venv $(VENV) 2>/dev/null || { \
+		echo "installing Debian package python3-venv"; rm -rf $(VENV); \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null \
+		&& python3 -m venv $(VENV); }
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
 	@touch $(STAMP)
