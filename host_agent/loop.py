@@ -6,10 +6,12 @@ import json
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Literal
 
 from farm.manifest import utc_now
 from farm.results.record import RunMetrics, Tokens
 from farm.scoring.evidence import AskEvent, ConfirmationCard, EndKind, Evidence, HandOver, ScreenRead
+from farm.scoring.takeover import barrier_kind, barrier_visible
 from farm.scoring.transcript import ActionLine, ObservationLine, ResultLine, StepLine, StepTimings
 from host_agent import tools as t
 from host_agent.actions import ActionEnv, perform
@@ -20,6 +22,10 @@ from host_agent.transcript import TranscriptWriter
 
 MAX_REPEATS = 5
 """The same action on the same screen this many times ends the attempt."""
+TAKEOVER_POLL_S = 1.0
+"""How often the screen is read while waiting for the user to clear a barrier (`--on-takeover wait`)."""
+
+OnTakeover = Literal["cancel", "wait"]
 
 
 @dataclass
@@ -32,6 +38,8 @@ class Attempt:
     cost_usd: float | None = None
     started_at: str = ""
     ended_at: str = ""
+    takeover_wait: str | None = None
+    """With `wait`: how the wait for the user ended ("completed after …" or "timed out after …")."""
 
 
 def add_tokens(total: Tokens, more: Tokens | None) -> Tokens:
@@ -53,6 +61,7 @@ class _Clock:
         self.start = time.perf_counter()
         self.model = self.screen = self.action = 0.0
         self.first_feedback: float | None = None
+        self.waited = 0.0
 
     def now_ms(self) -> float:
         return (time.perf_counter() - self.start) * 1000
@@ -74,8 +83,14 @@ def run_attempt(
     env: ActionEnv,
     *,
     max_repeats: int = MAX_REPEATS,
+    on_takeover: OnTakeover = "cancel",
+    poll_s: float = TAKEOVER_POLL_S,
 ) -> Attempt:
-    """Drive one task to its end and return the evidence; never raises for phone or model trouble."""
+    """Drive one task to its end and return the evidence; never raises for phone or model trouble.
+
+    `on_takeover="wait"`: a hand-over does not end the attempt at once; the screen is polled until
+    the barrier's words are gone (the user resumes the task) or the task's time budget runs out.
+    """
     task = ctx.task
     started_at = utc_now()
     clock = _Clock()
@@ -90,6 +105,7 @@ def run_attempt(
     end: EndKind = "error"
     end_reason = ""
     step = step_errors = 0
+    takeover_wait: str | None = None
 
     def remember(obs: Observation, at_step: int) -> None:
         reads.append(ScreenRead(step=at_step, text=obs.text, package=obs.package, activity=obs.activity))
@@ -163,6 +179,13 @@ def run_attempt(
             answer = result.answer if result.answer is not None else answer
             if not result.ok:
                 step_errors += 1
+            if result.end == "hand_over" and result.hand_over is not None and on_takeover == "wait":
+                takeover_wait = _wait_for_user(result.hand_over, phone, clock, task.timeout_sec, poll_s)
+                if takeover_wait.startswith("completed"):
+                    result.end, result.text = None, f"the user completed the hand-over ({takeover_wait}); go on"
+                else:
+                    result.end_reason += f"; waited for the user: {takeover_wait}"
+                timings.other_ms += clock.waited
             writer.step(StepLine(step=step, at_ms=at_ms, observation=obs_line, action=action_line,
                                  result=ResultLine(ok=result.ok, text=result.text, error=result.error),
                                  timings=timings, tokens=decision.tokens))
@@ -199,7 +222,25 @@ def run_attempt(
         cost_usd=cost if (round_trips and cost_known) else None,
         started_at=started_at,
         ended_at=utc_now(),
+        takeover_wait=takeover_wait,
     )
+
+
+def _wait_for_user(hand: HandOver, phone: Phone, clock: _Clock, timeout_sec: float, poll_s: float) -> str:
+    """Poll the screen until the barrier named by the hand-over is gone or the budget runs out."""
+    kind = barrier_kind(hand.reason)
+    t0 = time.perf_counter()
+    try:
+        while True:
+            # Reads while waiting are the user's time, not the agent's screen reading.
+            if not barrier_visible(kind, phone.read(screenshot=False).text):
+                return f"completed after {time.perf_counter() - t0:.1f} s"
+            left = timeout_sec - clock.now_ms() / 1000
+            if left <= 0:
+                return f"the wait timed out after {time.perf_counter() - t0:.1f} s ({kind} still on screen)"
+            time.sleep(min(poll_s, left))
+    finally:
+        clock.waited = (time.perf_counter() - t0) * 1000
 
 
 def _parses(arguments: str) -> bool:

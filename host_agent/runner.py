@@ -12,7 +12,7 @@ from farm.scoring.transcript import FinalFile
 from farm.taskset.model import Task
 from host_agent.actions import ActionEnv
 from host_agent.evalout import EvalTree
-from host_agent.loop import Attempt, run_attempt
+from host_agent.loop import Attempt, OnTakeover, run_attempt
 from host_agent.phone import Phone, PhoneError
 from host_agent.policy import Policy, TaskContext
 from host_agent.transcript import TranscriptWriter
@@ -50,8 +50,12 @@ def run_task(
     *,
     execution: str = "live",
     installed: Iterable[str] = (),
+    on_takeover: OnTakeover = "cancel",
 ) -> TaskReport:
-    """Run, verify, score and record one task; phone trouble becomes an `error` outcome, never a raise."""
+    """Run, verify, score and record one task; phone trouble becomes an `error` outcome, never a raise.
+
+    `on_takeover="wait"` waits for the user to clear a barrier the agent handed over (see run_attempt).
+    """
     task = spec.task
     known = frozenset(installed)
     writer = TranscriptWriter(tree.root / task.id / "run")
@@ -62,7 +66,8 @@ def run_task(
             if "{" not in package and (not known or package in known):
                 phone.stop(package)
         phone.press("home")
-        attempt = run_attempt(TaskContext(task=task, apps=spec.apps), phone, policy, writer, env)
+        attempt = run_attempt(TaskContext(task=task, apps=spec.apps), phone, policy, writer, env,
+                              on_takeover=on_takeover)
     except PhoneError as exc:  # the phone was gone before the first read
         writer.close()
         attempt = _failed_start(str(exc))
@@ -72,6 +77,9 @@ def run_task(
     except PhoneError as exc:
         evidence = evidence.model_copy(update={"end": "error", "end_reason": f"phone (verification): {exc}"})
     result = score(task, evidence)
+    if evidence.end == "hand_over" and attempt.takeover_wait:
+        waited = f"waited for the user: {attempt.takeover_wait}"
+        result = result.model_copy(update={"reasons": [*result.reasons, waited]})
     writer.final(FinalFile(
         task_id=task.id, run=tree.run, evidence=evidence, outcome=result.outcome, passed=result.passed,
         checks=result.checks, reasons=result.reasons, failure_category=result.failure_category,

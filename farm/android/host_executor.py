@@ -134,7 +134,8 @@ class HostExecutor:
                     outcome.statuses[rt.id] = "ignored"
                     progress.task_finished(rt.id, "ignored")
                     continue
-                report = run_task(spec, phone, policy, tree, execution=execution, installed=installed)
+                report = run_task(spec, phone, policy, tree, execution=execution, installed=installed,
+                                  on_takeover=job.options.on_takeover or "cancel")
                 status = _status(report.result.outcome, report.result.passed)
                 pending.remove(rt.id)
                 outcome.finished.append(rt.id)
