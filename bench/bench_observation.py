@@ -1,5 +1,6 @@
 """P7: hierarchy XML of 1000 nodes → observation text (goal ≤ 5 ms median), and per-step harness
-overhead on the virtual phone (observation + action, model excluded).
+overhead on the virtual phone (observation + action, model excluded), and uiautomator2 calls with
+and without TCP_NODELAY on its sockets (`host_agent.phone.nodelay_device`).
 
 Prints the expat converter side by side with a plain ElementTree walk, so the ratio is measured in
 one run on one machine.
@@ -12,6 +13,7 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -114,12 +116,37 @@ def bench_virtual_phone(steps: int = 40) -> None:
             parts["read"].append((t1 - t0) * 1000)
             parts["tap"].append((t2 - t1) * 1000)
             parts["step"].append((t2 - t0) * 1000)
+        bench_nodelay(phone.adb)
     finally:
         farm.stop()
         kill_adb_server(port)
     print(f"per-step harness overhead on the virtual phone ({steps} steps: read screen + tap, no model):")
     for name, values in parts.items():
         print(f"  {name:<10} median {statistics.median(values):7.1f} ms")
+
+
+def bench_nodelay(adb_device: Any, calls: int = 20) -> None:
+    """The same uiautomator2 calls through a plain AdbDevice and through the TCP_NODELAY one."""
+    import uiautomator2
+
+    from host_agent.phone import nodelay_device
+
+    rows = []
+    for label, dev in (("plain", adb_device), ("nodelay", nodelay_device(adb_device))):
+        d = uiautomator2.connect(dev)
+        dump = [0.0] * calls
+        click = [0.0] * calls
+        for i in range(calls):
+            t0 = time.perf_counter()
+            d.dump_hierarchy()
+            t1 = time.perf_counter()
+            d.click(540, 2300)
+            dump[i], click[i] = (t1 - t0) * 1000, (time.perf_counter() - t1) * 1000
+        rows.append((label, statistics.median(dump), statistics.median(click)))
+    print(f"uiautomator2 calls, plain vs TCP_NODELAY ({calls} each):")
+    for label, dump_ms, click_ms in rows:
+        print(f"  {label:<8} dump median {dump_ms:6.1f} ms   click median {click_ms:6.1f} ms")
+    print(f"  ratio plain/nodelay: dump {rows[0][1] / rows[1][1]:.1f}×, click {rows[0][2] / rows[1][2]:.1f}×")
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ class Phone:
         import uiautomator2
 
         phone = cls(None, adb_device, call_timeout_s=call_timeout_s)
-        phone.u2 = phone._call("connect", lambda: uiautomator2.connect(adb_device))
+        phone.u2 = phone._call("connect", lambda: uiautomator2.connect(nodelay_device(adb_device)))
         return phone
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
@@ -139,6 +139,31 @@ class Phone:
             raise PhoneError("no adb device handle for shell")
         adb = self.adb
         return self._call("shell", lambda: str(adb.shell(argv, timeout=timeout)))
+
+
+def nodelay_device(adb_device: AdbDevice) -> AdbDevice:
+    """The same device, but the sockets it opens to phone ports send at once (TCP_NODELAY).
+
+    uiautomator2 sends every JSON-RPC call through `AdbDevice.create_connection` (its
+    AdbHTTPConnection), and http.client writes the headers and the body in two sends: with Nagle
+    on the socket to the adb server, the body waits for the delayed ACK of the headers, ~40 ms per
+    call. uiautomator2 takes any AdbDevice instance, so a subclass is the hook.
+    """
+    import socket
+
+    import adbutils
+
+    class _NoDelayDevice(adbutils.AdbDevice):
+        def create_connection(self, network: adbutils.Network, address: int | str) -> socket.socket:
+            sock = super().create_connection(network, address)
+            if sock.family in (socket.AF_INET, socket.AF_INET6):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            return sock
+
+    # adbutils keeps the client and transport in private fields and offers no copy; these are its
+    # constructor's own arguments.
+    return _NoDelayDevice(adb_device._client, serial=adb_device.serial,
+                          transport_id=getattr(adb_device, "_transport_id", None))
 
 
 class _Worker:

@@ -1,4 +1,5 @@
 import threading
+from typing import Any
 
 import pytest
 
@@ -38,3 +39,23 @@ def test_errors_of_the_device_library_become_phone_errors() -> None:
 
     with pytest.raises(PhoneError, match="click: ConnectionResetError: device offline"):
         Phone(_Gone()).tap(1, 2)
+
+
+def test_uiautomator2_sockets_to_the_phone_have_nagle_off(virtual_phone: Any) -> None:
+    import socket
+
+    import adbutils
+
+    from tests.helpers.host import host_phone
+
+    phone = host_phone(virtual_phone)
+    try:
+        dev = phone.u2.adb_device  # the device uiautomator2 opens its HTTP connections through
+        sock = dev.create_connection(adbutils.Network.TCP, 9008)
+        try:
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        finally:
+            sock.close()
+        assert dev.serial == virtual_phone.serial and phone.read().package
+    finally:
+        phone.close()
