@@ -39,7 +39,7 @@ class Attempt:
     started_at: str = ""
     ended_at: str = ""
     takeover_wait: str | None = None
-    """With `wait`: how the wait for the user ended ("completed after …" or "timed out after …")."""
+    """With `wait`: how the wait for the user ended ("login cleared after …" or "the wait timed out …")."""
 
 
 def add_tokens(total: Tokens, more: Tokens | None) -> Tokens:
@@ -180,9 +180,10 @@ def run_attempt(
             if not result.ok:
                 step_errors += 1
             if result.end == "hand_over" and result.hand_over is not None and on_takeover == "wait":
-                takeover_wait = _wait_for_user(result.hand_over, phone, clock, task.timeout_sec, poll_s)
-                if takeover_wait.startswith("completed"):
-                    result.end, result.text = None, f"the user completed the hand-over ({takeover_wait}); go on"
+                cleared, takeover_wait = _wait_for_user(result.hand_over, phone, clock, task.timeout_sec, poll_s)
+                if cleared:
+                    result.end = None
+                    result.text = f"the user completed the hand-over ({takeover_wait}); continue the task"
                 else:
                     result.end_reason += f"; waited for the user: {takeover_wait}"
                 timings.other_ms += clock.waited
@@ -226,18 +227,20 @@ def run_attempt(
     )
 
 
-def _wait_for_user(hand: HandOver, phone: Phone, clock: _Clock, timeout_sec: float, poll_s: float) -> str:
-    """Poll the screen until the barrier named by the hand-over is gone or the budget runs out."""
+def _wait_for_user(
+    hand: HandOver, phone: Phone, clock: _Clock, timeout_sec: float, poll_s: float
+) -> tuple[bool, str]:
+    """Poll the screen until the barrier named by the hand-over is gone (True) or the budget runs out."""
     kind = barrier_kind(hand.reason)
     t0 = time.perf_counter()
     try:
         while True:
             # Reads while waiting are the user's time, not the agent's screen reading.
             if not barrier_visible(kind, phone.read(screenshot=False).text):
-                return f"completed after {time.perf_counter() - t0:.1f} s"
+                return True, f"{kind} cleared after {time.perf_counter() - t0:.1f} s"
             left = timeout_sec - clock.now_ms() / 1000
             if left <= 0:
-                return f"the wait timed out after {time.perf_counter() - t0:.1f} s ({kind} still on screen)"
+                return False, f"the wait timed out after {time.perf_counter() - t0:.1f} s ({kind} still on screen)"
             time.sleep(min(poll_s, left))
     finally:
         clock.waited = (time.perf_counter() - t0) * 1000

@@ -60,7 +60,7 @@ def test_wait_resumes_when_the_person_clears_the_login_wall(virtual_phone: Any, 
     assert report.evidence.hand_over is not None and report.evidence.hand_over.reason == "login"
     assert (report.evidence.end, report.evidence.answer, report.result.outcome) == ("answer", "回到了首页", "succeeded")
     assert policy.feedback[-1] is not None and "user completed the hand-over" in policy.feedback[-1]
-    assert report.attempt.takeover_wait is not None and report.attempt.takeover_wait.startswith("completed")
+    assert report.attempt.takeover_wait is not None and report.attempt.takeover_wait.startswith("login cleared")
 
 
 def test_wait_times_out_as_takeover_when_nobody_comes(virtual_phone: Any, tmp_path: Path) -> None:
