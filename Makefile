@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml
 setup: sysdeps $(STAMP)
 
 demo: setup
-	@bash scripts/demo.sh
+	@bash fixtures/demo/run.sh
 
 test: setup
 	$(VENV)/bin/ruff check farm host_agent web_bench tests bench
