@@ -6,20 +6,16 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
+from farm.camel import CamelModel
 from farm.errors import FarmError
 from web_bench.browser.contract import BACKEND_NAMES
 from web_bench.results import WebRun, read_runs
 from web_bench.stats import geo_ratio, nearest_rank, p90, paired_bootstrap, wilson
 
 
-class _Camel(BaseModel):
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
-
-
-class TokenTotals(_Camel):
+class TokenTotals(CamelModel):
     """Token sums over a backend's runs."""
 
     new_input: int = 0
@@ -36,7 +32,7 @@ class TokenTotals(_Camel):
     """Runs that reported any token usage."""
 
 
-class BackendStats(_Camel):
+class BackendStats(CamelModel):
     """One backend's numbers."""
 
     runs: int
@@ -63,7 +59,7 @@ class BackendStats(_Camel):
     """Token totals."""
 
 
-class PairCounts(_Camel):
+class PairCounts(CamelModel):
     """Pairs (task, seed, trial) that ran on both backends."""
 
     total: int
@@ -78,7 +74,7 @@ class PairCounts(_Camel):
     """Both failed."""
 
 
-class Ratio(_Camel):
+class Ratio(CamelModel):
     """B / A with its paired-bootstrap 95 % interval (fixed seed, 10 000 resamples)."""
 
     n: int
@@ -89,7 +85,7 @@ class Ratio(_Camel):
     """Percentile interval; null without pairs."""
 
 
-class OrderSplit(_Camel):
+class OrderSplit(CamelModel):
     """The latency ratio over both-succeeded pairs, split by which backend ran first."""
 
     a_first: Ratio
@@ -98,7 +94,7 @@ class OrderSplit(_Camel):
     """Pairs where B ran first."""
 
 
-class WebReport(_Camel):
+class WebReport(CamelModel):
     """Everything the report shows."""
 
     suite_version: int

@@ -6,20 +6,16 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic import Field, ValidationError
 
+from farm.camel import CamelModel
 from farm.errors import FarmError
 
 TurnStatus = Literal["completed", "timeout", "max_steps", "error"]
 PolicyName = Literal["model", "scripted"]
 
 
-class _Camel(BaseModel):
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
-
-
-class Timings(_Camel):
+class Timings(CamelModel):
     """Where the time of a run went, in milliseconds; null when not measured."""
 
     completion_ms: float
@@ -34,7 +30,7 @@ class Timings(_Camel):
     """Sum of tool call → tool result times."""
 
 
-class TokenCounts(_Camel):
+class TokenCounts(CamelModel):
     """Tokens summed over every model step of the turn; null when no step reported them."""
 
     new_input: int | None = None
@@ -52,7 +48,7 @@ class TokenCounts(_Camel):
         return sum(parts) if parts else None
 
 
-class EventRun(_Camel):
+class EventRun(CamelModel):
     """A run of consecutive events of one type."""
 
     type: str
@@ -61,7 +57,7 @@ class EventRun(_Camel):
     """How many in a row."""
 
 
-class Diagnostics(_Camel):
+class Diagnostics(CamelModel):
     """What happened during the turn, for finding out why a run failed."""
 
     event_type_runs: list[EventRun] = Field(default_factory=list)
@@ -76,7 +72,7 @@ class Diagnostics(_Camel):
     """Tool calls that returned an error."""
 
 
-class Validation(_Camel):
+class Validation(CamelModel):
     """The validator's decision (from the state API and the answer)."""
 
     passed: bool
@@ -89,7 +85,7 @@ class Validation(_Camel):
     """What was checked and found."""
 
 
-class WebRun(_Camel):
+class WebRun(CamelModel):
     """One run: one task instance on one backend."""
 
     benchmark_suite_version: int

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
 
+from farm.camel import CamelModel
 from farm.results.record import CheckResult, Outcome
 
 # How the attempt ended, as the harness saw it (not yet a verdict).
@@ -22,12 +22,7 @@ EndKind = Literal[
 ]
 
 
-class _Camel(BaseModel):
-    # Files of the eval tree are camelCase, as an Android app writes them.
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
-
-
-class ScreenRead(_Camel):
+class ScreenRead(CamelModel):
     """One observation of the screen taken during the attempt."""
 
     step: int
@@ -40,7 +35,7 @@ class ScreenRead(_Camel):
     """Foreground activity when the screen was read."""
 
 
-class AskEvent(_Camel):
+class AskEvent(CamelModel):
     """One ask_user call and the reply the harness gave."""
 
     step: int
@@ -53,7 +48,7 @@ class AskEvent(_Camel):
     """The `answers` key that matched the question; null when none did."""
 
 
-class ConfirmationCard(_Camel):
+class ConfirmationCard(CamelModel):
     """The card an irreversible step produces instead of being performed."""
 
     action: str = ""
@@ -66,7 +61,7 @@ class ConfirmationCard(_Camel):
     """How much (money, count), when relevant."""
 
 
-class HandOver(_Camel):
+class HandOver(CamelModel):
     """The agent's request that the user take over."""
 
     step: int
@@ -77,7 +72,7 @@ class HandOver(_Camel):
     """Screen text read right before the hand-over (where the barrier must be visible)."""
 
 
-class FreshLook(_Camel):
+class FreshLook(CamelModel):
     """What the harness itself saw when it reopened an app after the attempt (screen_has)."""
 
     package: str
@@ -88,7 +83,7 @@ class FreshLook(_Camel):
     """Why the look failed (app missing, phone gone); null when it worked."""
 
 
-class Evidence(_Camel):
+class Evidence(CamelModel):
     """Everything one attempt left behind that checks may use."""
 
     end: EndKind

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic import Field, JsonValue, ValidationError
 
+from farm.camel import CamelModel
 from farm.errors import FarmError
 from farm.results.record import CheckResult, RunMetrics, Tokens
 from farm.scoring.evidence import EndKind, Evidence, HandOver, ScoreResult, ScreenRead
@@ -16,11 +16,7 @@ from farm.scoring.score import score
 from farm.taskset.model import Task
 
 
-class _Camel(BaseModel):
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
-
-
-class ObservationLine(_Camel):
+class ObservationLine(CamelModel):
     """The screen as the agent saw it before a step."""
 
     digest: str
@@ -35,7 +31,7 @@ class ObservationLine(_Camel):
     """File name of the JPEG taken with this observation, next to steps.jsonl."""
 
 
-class ActionLine(_Camel):
+class ActionLine(CamelModel):
     """The tool call of a step."""
 
     tool: str
@@ -46,7 +42,7 @@ class ActionLine(_Camel):
     """Raw argument text when it did not parse."""
 
 
-class ResultLine(_Camel):
+class ResultLine(CamelModel):
     """What performing the action gave."""
 
     ok: bool
@@ -57,7 +53,7 @@ class ResultLine(_Camel):
     """Step error (malformed call, unknown ref, failed action)."""
 
 
-class StepTimings(_Camel):
+class StepTimings(CamelModel):
     """Where the time of a step went (ms)."""
 
     screen_read_ms: float = 0.0
@@ -70,7 +66,7 @@ class StepTimings(_Camel):
     """Everything else in the step."""
 
 
-class StepLine(_Camel):
+class StepLine(CamelModel):
     """One line of `steps.jsonl`."""
 
     step: int
@@ -89,7 +85,7 @@ class StepLine(_Camel):
     """Token usage of the model call behind this step, when there was one."""
 
 
-class FinalFile(_Camel):
+class FinalFile(CamelModel):
     """`final.json`: the end of the attempt, its evidence and its verdict."""
 
     task_id: str

@@ -10,8 +10,8 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
 
+from farm.camel import CamelModel
 from web_bench.site import data
 from web_bench.site.catalog import START_PATHS, SUITE_VERSION, TASK_NAMES, make_instance
 from web_bench.site.state import ContactSubmission, SessionState, SessionStore, TaskName
@@ -34,10 +34,9 @@ class NewSession(BaseModel):
     """Data seed."""
 
 
-class SessionCreated(BaseModel):
+class SessionCreated(CamelModel):
     """Reply of `POST /api/sessions`."""
 
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
 
     session_id: str
     """The new session's id."""

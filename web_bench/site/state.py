@@ -6,18 +6,18 @@ import secrets
 import threading
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
+
+from farm.camel import CamelModel
 
 TaskName = Literal[
     "order_lookup", "notification_toggle", "contact_form", "inventory_filter", "cart_checkout", "lazy_load"
 ]
 
 
-class ContactSubmission(BaseModel):
+class ContactSubmission(CamelModel):
     """What the contact form received."""
 
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
 
     name: str
     """Name field."""
@@ -27,10 +27,9 @@ class ContactSubmission(BaseModel):
     """Message field."""
 
 
-class SessionState(BaseModel):
+class SessionState(CamelModel):
     """Everything the pages of one session changed; validators read only this."""
 
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
 
     session_id: str
     """Session id (part of every page URL of the run)."""
