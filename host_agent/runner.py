@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from farm.results.device_line import DeviceCheck, DeviceMetrics, DeviceTokens, WrittenScore
@@ -30,6 +30,8 @@ class TaskSpec:
     apps: Mapping[str, str] = field(default_factory=dict)
     probes: Mapping[str, str] = field(default_factory=dict)
     markers: list[str] = field(default_factory=list)
+    alternatives: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    """Resolved capability package → the packages handling that capability (the agent may use any)."""
 
 
 @dataclass
@@ -73,7 +75,7 @@ def run_task(
         attempt = _failed_start(str(exc))
     evidence = attempt.evidence.model_copy(update={"probes": dict(spec.probes)})
     try:
-        evidence = verify(task, evidence, phone, installed=known)
+        evidence = verify(task, evidence, phone, installed=known, alternatives=spec.alternatives)
     except PhoneError as exc:
         evidence = evidence.model_copy(update={"end": "error", "end_reason": f"phone (verification): {exc}"})
     result = score(task, evidence)
@@ -93,7 +95,7 @@ def run_task(
         outcome=result.outcome, passed=result.passed,
         checks=[DeviceCheck(type=c.type, passed=c.passed, detail=c.detail) for c in result.checks],
         answer=evidence.answer, reason="; ".join(result.reasons) or None, failure_category=result.failure_category,
-        takeover_kind=result.takeover_kind, steps=evidence.steps,
+        takeover_kind=result.takeover_kind, end_reason=result.end_reason, steps=evidence.steps,
         tokens=DeviceTokens(input=tokens.input_new, cache_read=tokens.cache_read, cache_write=tokens.cache_write,
                           output=tokens.output),
         cost_usd=attempt.cost_usd, metrics=DeviceMetrics.of(attempt.metrics), markers=list(spec.markers),

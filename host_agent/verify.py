@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from farm.scoring.evidence import Evidence, FreshLook
 from farm.taskset.model import ProbeHas, ScreenHas, Task
@@ -39,6 +39,22 @@ def _scroll_points(size: tuple[int, int]) -> tuple[int, int, int, int]:
     return w // 2, int(h * 0.75), w // 2, int(h * 0.3)
 
 
+def app_choices(task: Task, evidence: Evidence, alternatives: Mapping[str, Sequence[str]]) -> dict[str, str]:
+    """Resolved capability package → the handler of that capability the agent opened last, when it differs.
+
+    Seed 003: after the run, prefer the app the agent actually opened over the one resolved before it.
+    """
+    choices: dict[str, str] = {}
+    for check in task.checks:
+        if not isinstance(check, ScreenHas) or check.package_name not in alternatives:
+            continue
+        handlers = alternatives[check.package_name]
+        used = [p for p in reversed(evidence.packages_used) if p in handlers]
+        if used and used[0] != check.package_name:
+            choices[check.package_name] = used[0]
+    return choices
+
+
 def look_targets(task: Task, evidence: Evidence) -> list[str]:
     """Packages the screen_has checks need; an unresolved `{app:…}` means the apps the agent opened."""
     targets: list[str] = []
@@ -48,8 +64,10 @@ def look_targets(task: Task, evidence: Evidence) -> list[str]:
         if check.package_name.startswith("{app:"):
             used = [p for p in reversed(evidence.packages_used) if p not in _NOT_AN_APP]
             targets.extend(p for p in used if p not in targets)
-        elif check.package_name not in targets:
-            targets.append(check.package_name)
+        else:
+            package = evidence.app_choices.get(check.package_name, check.package_name)
+            if package not in targets:
+                targets.append(package)
     return targets
 
 
@@ -75,10 +93,14 @@ def probes_after(task: Task, phone: Phone, catalogue: Mapping[str, object] | Non
     return outputs
 
 
-def verify(task: Task, evidence: Evidence, phone: Phone, *, installed: Iterable[str] = ()) -> Evidence:
+def verify(
+    task: Task, evidence: Evidence, phone: Phone, *, installed: Iterable[str] = (),
+    alternatives: Mapping[str, Sequence[str]] | None = None,
+) -> Evidence:
     """Evidence completed with the harness's own looks; unchanged for an infrastructure error."""
     if evidence.end == "error":
         return evidence
+    evidence = evidence.model_copy(update={"app_choices": app_choices(task, evidence, alternatives or {})})
     known = list(installed)
     looks = [fresh_look(phone, p, installed=known) for p in look_targets(task, evidence)]
     for check in task.checks:

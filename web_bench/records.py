@@ -8,12 +8,13 @@ from web_bench.results import WebRun
 
 
 def to_record(run: WebRun, source: str | None = None) -> Record:
-    """The farm `Record` of one web run (device = backend; the pair bookkeeping goes to `extra`)."""
+    """The farm `Record` of one web run: (backend, task, seed as instance, trial as repeat); pairs go to `extra`."""
     outcome = "succeeded" if run.success else ("error" if run.infrastructure_error else "failed")
     reasons = [r for r in (run.error, None if run.success else run.validation.detail) if r]
     reasons += [f"forbidden tool {name}" for name in run.diagnostics.disallowed_tools]
     return Record(
-        run=run.run_id, lane="web", device=run.backend, task_id=run.task, category="web",
+        run=run.run_id, lane="web", device=run.backend, task_id=run.task, instance=str(run.seed), repeat=run.trial,
+        category="web",
         outcome=outcome, passed=run.success,
         checks=[CheckResult(type="web_validator", passed=run.validation.passed, detail=run.validation.detail)],
         answer=run.answer, reasons=reasons,
@@ -26,7 +27,7 @@ def to_record(run: WebRun, source: str | None = None) -> Record:
         steps=run.diagnostics.tool_calls,
         tokens=Tokens(input_new=run.tokens.new_input, cache_read=run.tokens.cache_read,
                       cache_write=run.tokens.cache_write, output=run.tokens.output),
-        cost_usd=run.cost_usd, attempt=run.trial,
+        cost_usd=run.cost_usd,
         execution="simulated" if run.simulated_device else ("live" if run.policy == "model" else "controlled"),
         started_at=run.started_at, ended_at=run.ended_at, source=source,
         extra={

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from adbutils import AdbDevice, AdbError
+from pydantic import ValidationError
+
 from farm import manifest as mf
 from farm.android import devices, health
+from farm.android.bundle import bundle_device_path
 from farm.android.paths import raw_dir
 from farm.android.pull import pull_tree
 from farm.config import FarmConfig
 from farm.errors import FarmError
 from farm.results.normalise import Context, normalise_file
 from farm.results.record import Execution
-from farm.results.store import RECORDS_FILE, append_records
+from farm.results.store import RECORDS_FILE, append_records, new_records
+from farm.scoring.rescore import rescore_records
+from farm.taskset.model import Task
 
 
 @dataclass
@@ -25,6 +32,10 @@ class PullSummary:
     records: int
     problems: list[str]
     refused: list[str]
+    already: int = 0
+    """Records left out because the run already had them (same unit and attempt)."""
+    tasks_from: str = ""
+    """Where the task definitions the host scored against came from (the phone's bundle, or none)."""
 
 
 def pull_run(
@@ -40,11 +51,8 @@ def pull_run(
         raise FarmError(f"{serial}: adb state is {phone.state}", hint="reconnect the phone")
     run_dir = runs_dir / run
     raw = raw_dir(run_dir, serial, split)
-    if raw.exists():
-        raise FarmError(f"{raw}: already pulled", hint="pulled trees are never overwritten")
     device = phone.device()
     remote = prof.eval_dir(run)
-    from adbutils import AdbError
 
     try:
         if not device.sync.exists(remote):
@@ -69,10 +77,36 @@ def pull_run(
         if all(p.serial != serial for p in manifest.phones):
             manifest.phones.append(entry)
             mf.save(run_dir, manifest)
-    result = pull_tree(device, remote, raw, cfg.pull)
+    # A tree already pulled is never overwritten: pulling again only adds what the run does not have.
+    refused = [] if raw.exists() else pull_tree(device, remote, raw, cfg.pull).refused
+    tasks, tasks_from = bundle_tasks(device, prof.resolved_files_dir(), run)
     execution: Execution = "simulated" if profile_name == "sim" else "live"
     ctx = Context(run=run, device=serial, split=split, executor="instrument", execution=execution)
     normalised = normalise_file(raw / "scores.jsonl", ctx, "scores.jsonl")
-    append_records(run_dir / RECORDS_FILE, normalised.records)
+    fresh, already = new_records(run_dir / RECORDS_FILE, rescore_records(normalised.records, tasks, raw))
+    append_records(run_dir / RECORDS_FILE, fresh)
     mf.add_lane(run_dir, mf.LaneEntry(lane="android", outputs=[RECORDS_FILE, str(raw.relative_to(run_dir))]))
-    return PullSummary(run_dir, raw, len(normalised.records), normalised.problems, result.refused)
+    return PullSummary(run_dir, raw, len(fresh), normalised.problems, refused, already, tasks_from)
+
+
+def bundle_tasks(device: AdbDevice, files_dir: str, run: str) -> tuple[dict[str, Task], str]:
+    """The resolved tasks the phone ran (the bundle `farm run` pushed), by id, and where they came from.
+
+    Without them the host has nothing to score against: every line then becomes an error record
+    saying the task was not planned, never the phone's own verdict.
+    """
+    path = bundle_device_path(files_dir, run)
+    try:
+        data = json.loads(device.sync.read_bytes(path).decode("utf-8"))
+    except (AdbError, OSError, ValueError, UnicodeDecodeError):
+        return {}, f"none ({path} not readable)"
+    tasks: dict[str, Task] = {}
+    for obj in data.get("tasks", []) if isinstance(data, dict) else []:
+        if not isinstance(obj, dict):
+            continue
+        try:
+            task = Task.model_validate({k: v for k, v in obj.items() if k != "directory"})
+        except ValidationError:
+            continue
+        tasks[task.id] = task
+    return tasks, path

@@ -40,6 +40,8 @@ class ResolvedTask:
     """Probe key (`name` or `name:param`) → value read before the task."""
     markers: list[str] = field(default_factory=list)
     """Markers this task will create (resolved `marker`)."""
+    alternatives: dict[str, list[str]] = field(default_factory=dict)
+    """Resolved capability package → every package on this phone handling that capability (when several)."""
 
     @property
     def id(self) -> str:

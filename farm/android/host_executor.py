@@ -125,7 +125,7 @@ class HostExecutor:
                     break
                 progress.task_started(rt.id)
                 spec = TaskSpec(task=rt.task, directory=rt.directory, apps=rt.apps, probes=rt.probes,
-                                markers=list(rt.markers))
+                                markers=list(rt.markers), alternatives=rt.alternatives)
                 has_script = getattr(policy, "has_script", None)
                 if has_script is not None and not has_script(rt.id):
                     skip_task(spec, tree, "scripted policy: no script for this task", execution=execution)

@@ -3,9 +3,15 @@
 Lines are fed as they stream. Status bundles (`INSTRUMENTATION_STATUS: key=value` … ended by
 `INSTRUMENTATION_STATUS_CODE: n`) become test events, the result bundle
 (`INSTRUMENTATION_RESULT:` … `INSTRUMENTATION_CODE: n`) ends the run. Values may wrap onto
-following lines without a prefix. Output that stops without `INSTRUMENTATION_CODE` (a phone that
-went away) ends the open test as `incomplete` and fails the run with the count of tests missing,
-the way ddmlib and adam report it.
+following lines without a prefix.
+
+The events are those a ddmlib `ITestRunListener` receives from `InstrumentationResultParser`,
+except where this project chooses otherwise:
+- a test left open when the run breaks off ends `incomplete` (retried, not counted as failed);
+- output that stops without `INSTRUMENTATION_CODE` (a phone that went away) fails the run with no
+  `run_ended`, and a run code other than RESULT_OK without `shortMsg` fails it as
+  `Unexpected INSTRUMENTATION_CODE`, both as adam reports them;
+- an `INSTRUMENTATION_FAILED` line fails the run it ends (ddmlib waits for an `Error=` status).
 """
 
 from __future__ import annotations
@@ -23,15 +29,16 @@ FAILED = "INSTRUMENTATION_FAILED: "
 ABORTED = "INSTRUMENTATION_ABORTED: "
 
 # Status codes of androidx InstrumentationResultPrinter / ddmlib.
+_START, _IN_PROGRESS, _ERROR = 1, 2, -1
 _TERMINAL: dict[int, TestStatus] = {
     0: "passed",
-    -1: "failed",  # legacy JUnit3 ERROR
+    _ERROR: "failed",  # legacy JUnit3 ERROR: ddmlib reports it as a failure
     -2: "failed",
     -3: "ignored",
     -4: "assumption_failure",
 }
-_START, _IN_PROGRESS = 1, 2
 RESULT_OK = -1  # Activity.RESULT_OK: the run finished, whatever the tests did.
+NO_TEST_RESULTS = "No test results"
 
 EventKind = Literal["run_started", "test_started", "test_ended", "run_failed", "run_ended"]
 
@@ -132,27 +139,27 @@ class InstrumentParser:
         out: list[InstrumentEvent] = []
         if line.startswith(STATUS_CODE):
             code = _int(line[len(STATUS_CODE) :])
-            if code is not None:
-                self._on_status(code, out)
+            # ddmlib reads a status code that is not a number as ERROR (a failure).
+            self._on_status(_ERROR if code is None else code, out)
             self._status = _Bundle()
             self._current = None
         elif line.startswith(STATUS):
-            if self.ended:
-                self._reset_run()
             self._status.add(line[len(STATUS) :])
             self._current = self._status
         elif line.startswith(RESULT):
             self._result.add(line[len(RESULT) :])
             self._current = self._result
         elif line.startswith(CODE):
-            code = _int(line[len(CODE) :])
-            self._on_code(code, out)
+            self._on_code(line[len(CODE) :].strip(), out)
             self._current = None
         elif line.startswith(FAILED) or line.startswith(ABORTED):
-            prefix = FAILED if line.startswith(FAILED) else ABORTED
-            detail = line[len(prefix) :].strip()
-            reason = f"Instrumentation failed: {detail}" if prefix == FAILED else detail
-            self._fail(reason, out)
+            # Both only close the run they interrupt: after the run ended they add nothing
+            # (ddmlib takes INSTRUMENTATION_FAILED as a mere end-of-run marker).
+            if not self.ended:
+                if line.startswith(FAILED):
+                    self._fail(f"Instrumentation failed: {line[len(FAILED) :].strip()}", out, end=True)
+                else:
+                    self._fail(line[len(ABORTED) :].strip(), out)
             self._current = None
         elif self._current is not None:
             self._current.append(line)
@@ -163,23 +170,27 @@ class InstrumentParser:
         """The stream ended: flush a last partial line and settle the run."""
         out: list[InstrumentEvent] = []
         if self._buffer:
-            out.extend(self.feed_line(self._buffer))
-            self._buffer = ""
-        if self.started and not self.ended and self.failed_reason is None:
-            tail: list[InstrumentEvent] = []
+            last, self._buffer = self._buffer, ""
+            # An unterminated code line without a number was cut mid-value ("-" of "-2"): reading it
+            # as ERROR would invent a failure, so the test stays open and ends incomplete instead.
+            prefix = next((p for p in (STATUS_CODE, CODE) if last.startswith(p)), None)
+            if prefix is None or _int(last[len(prefix) :]) is not None:
+                out.extend(self.feed_line(last))
+        tail: list[InstrumentEvent] = []
+        if not self.started:
+            # Nothing parseable arrived (empty output, `am` usage text): ddmlib fails the run.
+            self._fail(NO_TEST_RESULTS, tail, end=True)
+        elif not self.ended and self.failed_reason is None:
             self._end_open_test(tail)
             if self.completed < self.expected or any(e.status == "incomplete" for e in tail):
-                reason = (
-                    f"Test run failed to complete. Expected {self.expected} tests, executed {self.completed}"
-                )
+                reason = f"Test run failed to complete. Expected {self.expected} tests, executed {self.completed}"
                 self.failed_reason = reason
                 tail.append(InstrumentEvent("run_failed", reason=reason))
             else:
                 tail.append(InstrumentEvent("run_ended"))
             self.ended = True
-            self.events.extend(tail)
-            out.extend(tail)
-        return out
+        self.events.extend(tail)
+        return out + tail
 
     def _ensure_started(self, values: dict[str, str], out: list[InstrumentEvent]) -> None:
         if not self.started:
@@ -189,31 +200,46 @@ class InstrumentParser:
 
     def _on_status(self, code: int, out: list[InstrumentEvent]) -> None:
         values = self._status.values
+        cls, test = values.get("class"), values.get("test")
+        error = values.get("Error")
+        if error is None and (cls is None or test is None):
+            # Not a test: ddmlib drops a bundle without class and test (e.g. a crash stack printed
+            # before the first test started) and does not start the run for it either.
+            return
         if self.ended:
-            self._reset_run()
+            self._reset_run()  # a later run in the same stream
+        if cls is not None and test is not None:
+            self._on_test(cls.strip(), test.strip(), code, values, out)
+        if error is not None:
+            # `Error=` is how the system reports an instrumentation that could not run; ddmlib
+            # fails and ends the run with its text.
+            self._fail(error.strip(), out, end=True)
+
+    def _on_test(self, cls: str, test: str, code: int, values: dict[str, str], out: list[InstrumentEvent]) -> None:
         self._ensure_started(values, out)
-        cls, test = values.get("class", ""), values.get("test", "")
         if code == _START:
-            if self.open_test is not None and self.open_test != (cls, test):
-                self._end_open_test(out)
+            if self.open_test == (cls, test):
+                return  # a repeated START of the open test is the same test, not a second one
+            self._end_open_test(out)
             self.open_test = (cls, test)
             out.append(InstrumentEvent("test_started", cls=cls, test=test))
-        elif code == _IN_PROGRESS:
             return
-        elif code in _TERMINAL:
-            if self.open_test != (cls, test):
-                # A terminal status without a START (e.g. a class-level ignore): start it here.
-                self._end_open_test(out)
-                out.append(InstrumentEvent("test_started", cls=cls, test=test))
-            status = _TERMINAL[code]
-            stack = values.get("stack") or values.get("stream")
-            key = f"{cls}#{test}"
-            self.statuses[key] = status
-            if status != "passed" and stack:
-                self.stacks[key] = stack.strip()
-            self.completed += 1
-            self.open_test = None
-            out.append(InstrumentEvent("test_ended", cls=cls, test=test, status=status, stack=stack))
+        if code == _IN_PROGRESS:
+            return
+        if self.open_test != (cls, test):
+            # A terminal status without a START (e.g. a class-level ignore): start it here.
+            self._end_open_test(out)
+            out.append(InstrumentEvent("test_started", cls=cls, test=test))
+        # ddmlib ends a test with an unknown code without a failure: a listener records it passed.
+        status = _TERMINAL.get(code, "passed")
+        stack = values.get("stack") or values.get("stream")
+        key = f"{cls}#{test}"
+        self.statuses[key] = status
+        if status != "passed" and stack:
+            self.stacks[key] = stack.strip()
+        self.completed += 1
+        self.open_test = None
+        out.append(InstrumentEvent("test_ended", cls=cls, test=test, status=status, stack=stack))
 
     def _end_open_test(self, out: list[InstrumentEvent]) -> None:
         if self.open_test is None:
@@ -223,28 +249,36 @@ class InstrumentParser:
         self.open_test = None
         out.append(InstrumentEvent("test_ended", cls=cls, test=test, status="incomplete"))
 
-    def _on_code(self, code: int | None, out: list[InstrumentEvent]) -> None:
+    def _on_code(self, text: str, out: list[InstrumentEvent]) -> None:
         result = dict(self._result.values)
         self._result = _Bundle()
         if self.ended:
-            self._reset_run()
-        self.result, self.code = result, code
+            if not result:
+                return  # a second end marker of the run that already ended
+            self._reset_run()  # a later run without tests
+        self.result, self.code = result, _int(text)
         self._ensure_started({}, out)
         self._end_open_test(out)
-        if self.failed_reason is None and code != RESULT_OK:
+        if self.failed_reason is None and self.code != RESULT_OK:
             short = self.result.get("shortMsg", "").strip()
-            reason = short or f"Unexpected INSTRUMENTATION_CODE: {code}"
-            self.failed_reason = reason
-            out.append(InstrumentEvent("run_failed", reason=reason))
+            self._fail(short or f"Unexpected INSTRUMENTATION_CODE: {text}", out)
+        elif self.failed_reason is None and self.completed < self.expected:
+            # A run that ends normally short of its `numtests` did not complete (ddmlib).
+            self._fail(f"Test run failed to complete. Expected {self.expected} tests, received {self.completed}", out)
         self.ended = True
         out.append(InstrumentEvent("run_ended"))
 
-    def _fail(self, reason: str, out: list[InstrumentEvent]) -> None:
+    def _fail(self, reason: str, out: list[InstrumentEvent], *, end: bool = False) -> None:
+        """Fail the run once (later reasons add nothing); `end` also ends it, as ddmlib does."""
         self._ensure_started({}, out)
         self._end_open_test(out)
         if self.failed_reason is None:
             self.failed_reason = reason
             out.append(InstrumentEvent("run_failed", reason=reason))
+        if end and not self.ended:
+            self.ended = True
+            self._result = _Bundle()  # a result printed before the end belongs to this run
+            out.append(InstrumentEvent("run_ended"))
 
 
 def _int(text: str) -> int | None:

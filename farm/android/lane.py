@@ -23,8 +23,10 @@ from farm.errors import FarmError
 from farm.results.normalise import Context, error_record, normalise_file
 from farm.results.record import Execution, Record
 from farm.results.store import RECORDS_FILE, append_records
-from farm.taskset.loader import LoadedTask, SplitChoice, select_tasks
+from farm.scoring.rescore import rescore_records
+from farm.taskset.loader import LoadedTask, SplitChoice
 from farm.taskset.probes import ProbeSpec, load_catalogue
+from farm.taskset.rules import select_valid_tasks
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -142,9 +144,13 @@ def phone_records(
     if any(r.execution == "simulated" for r in normalised.records):
         execution = "simulated"
         records = [r.model_copy(update={"execution": execution}) for r in records]
-    records += normalised.records
-    have = {r.task_id for r in normalised.records}
     by_id: dict[str, ResolvedTask] = {t.id: t for t in prepared.tasks}
+    if ctx.executor == "instrument":
+        # The phone's verdict is kept as device_verdict; the host scores the transcript itself.
+        records += rescore_records(normalised.records, {t.id: t.task for t in prepared.tasks}, raw)
+    else:
+        records += normalised.records
+    have = {r.task_id for r in normalised.records}
     infra = (outcome.infrastructure_error if outcome else None) or "executor did not run"
     for tid, rt in by_id.items():
         if tid in have:
@@ -198,7 +204,9 @@ class _Lane:
     def run(self) -> RunResult:
         if not self.tasks_dir.is_dir():
             raise FarmError(f"{self.tasks_dir}: no such task directory", hint="pass --tasks-dir DIR")
-        tasks = select_tasks(self.tasks_dir, self.split, self.req.set_prefix)
+        # Every per-task rule of the task set holds before anything runs; the set-wide coverage rules
+        # (counts per directory, holdout share) are `farm tasks check`'s, so a small set can still run.
+        tasks = select_valid_tasks(self.tasks_dir, self.split, self.req.set_prefix, whole_set=False)
         if not tasks:
             raise FarmError(f"{self.tasks_dir}: no task matches split={self.split} set={self.req.set_prefix}")
         catalogue = load_catalogue(self.req.probes_dir)

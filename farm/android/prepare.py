@@ -28,6 +28,8 @@ class PhoneFacts:
     installed: set[str]
     signed_in: set[str]
     capabilities: dict[str, str | None] = field(default_factory=dict)
+    handlers: dict[str, list[str]] = field(default_factory=dict)
+    """Capability → every package handling its intent (preferred first)."""
     probes: dict[str, str] = field(default_factory=dict)
     probe_errors: dict[str, str] = field(default_factory=dict)
 
@@ -55,18 +57,25 @@ def signed_in(device: AdbDevice, serial: str, cfg: FarmConfig, profile: Instrume
     return names
 
 
-def resolve_capability(device: AdbDevice, cap: Capability) -> str | None:
-    """The package handling the capability's standard intent, or None."""
+def capability_handlers(device: AdbDevice, cap: Capability) -> list[str]:
+    """Every package handling the capability's standard intent, the preferred one first ([] when none)."""
     if cap.action is None:
-        return None
+        return []
     argv = ["cmd", "package", "query-activities", "--brief", "-a", cap.action]
     if cap.category:
         argv += ["-c", cap.category]
-    match = _COMPONENT.search(shell(device, argv))
-    if match is None:
+    found = list(dict.fromkeys(m.group(1) for m in _COMPONENT.finditer(shell(device, argv))))
+    if not found:
         argv[2] = "resolve-activity"
         match = _COMPONENT.search(shell(device, argv))
-    return match.group(1) if match else None
+        found = [match.group(1)] if match else []
+    return found
+
+
+def resolve_capability(device: AdbDevice, cap: Capability) -> str | None:
+    """The package handling the capability's standard intent, or None."""
+    handlers = capability_handlers(device, cap)
+    return handlers[0] if handlers else None
 
 
 class Resolver:
@@ -90,10 +99,16 @@ class Resolver:
 
     def capability(self, name: str) -> str | None:
         """Package for a capability on this phone (cached)."""
-        if name not in self.facts.capabilities:
+        handlers = self.handlers(name)
+        return handlers[0] if handlers else None
+
+    def handlers(self, name: str) -> list[str]:
+        """Every package handling a capability on this phone, preferred first (cached)."""
+        if name not in self.facts.handlers:
             cap = self.table.get(name)
-            self.facts.capabilities[name] = resolve_capability(self.device, cap) if cap else None
-        return self.facts.capabilities[name]
+            self.facts.handlers[name] = capability_handlers(self.device, cap) if cap else []
+            self.facts.capabilities[name] = self.facts.handlers[name][0] if self.facts.handlers[name] else None
+        return self.facts.handlers[name]
 
     def probe(self, key: str) -> str:
         """Value of a catalogue probe (cached); ValueError when it cannot be read."""
@@ -140,6 +155,7 @@ class Resolver:
         texts = [task.goal, *task.apps, *(t for _, t in task.check_texts())]
         texts += [task.marker] if task.marker else []
         apps: dict[str, str] = {}
+        alternatives: dict[str, list[str]] = {}
         for text in texts:
             for ph in placeholders.find(text):
                 if ph.kind != "app" or ph.name in apps:
@@ -155,6 +171,8 @@ class Resolver:
                 if package is None:
                     return f"capability missing: {ph.name} (no app handles its intent)"
                 apps[ph.name] = package
+                if len(self.handlers(ph.name)) > 1:
+                    alternatives[package] = self.handlers(ph.name)
         probes: dict[str, str] = {}
         for key in task.probes_before:
             try:
@@ -166,7 +184,7 @@ class Resolver:
         except placeholders.PlaceholderError as exc:
             return f"cannot resolve placeholders: {exc}"
         markers = [resolved.marker] if resolved.marker else []
-        return ResolvedTask(resolved, loaded.directory, loaded.sha256, apps, probes, markers)
+        return ResolvedTask(resolved, loaded.directory, loaded.sha256, apps, probes, markers, alternatives)
 
 
 def prepare(resolver: Resolver, tasks: list[LoadedTask]) -> Prepared:

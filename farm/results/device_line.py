@@ -77,6 +77,8 @@ class DeviceScore(_Loose):
     """Failure category."""
     takeover_kind: str | None = None
     """Barrier at a takeover."""
+    end_reason: str | None = None
+    """Why the attempt ended (answer, give_up, confirm, takeover, max_steps, timeout, repeat, error)."""
     steps: int | None = None
     """Actions taken."""
     tokens: DeviceTokens = Field(default_factory=DeviceTokens)

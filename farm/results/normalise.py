@@ -11,13 +11,14 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import get_args
+from typing import cast, get_args
 
 from pydantic import BaseModel, JsonValue, ValidationError
 
 from farm.results.device_line import DeviceScore
 from farm.results.record import (
     CheckResult,
+    EndReason,
     Execution,
     Executor,
     Expect,
@@ -32,6 +33,7 @@ _OUTCOMES: tuple[str, ...] = get_args(Outcome)
 _EXPECTS: tuple[str, ...] = get_args(Expect)
 _PARTITIONS: tuple[str, ...] = get_args(Partition)
 _EXECUTIONS: tuple[str, ...] = get_args(Execution)
+_END_REASONS: tuple[str, ...] = get_args(EndReason)
 _ID_IN_TEXT = re.compile(r'"id"\s*:\s*"([^"\\]{1,200})"')
 
 
@@ -80,6 +82,9 @@ def score_to_record(score: DeviceScore, ctx: Context, source: str) -> Record:
     expect = score.expect if score.expect in _EXPECTS else None
     if score.expect is not None and expect is None:
         extra["deviceExpect"] = score.expect
+    end_reason = cast(EndReason, score.end_reason) if score.end_reason in _END_REASONS else None
+    if score.end_reason is not None and end_reason is None:
+        extra["deviceEndReason"] = score.end_reason
     execution = score.execution if score.execution in _EXECUTIONS else ctx.execution
     if score.execution is not None and score.execution not in _EXECUTIONS:
         extra["deviceExecution"] = score.execution
@@ -100,6 +105,7 @@ def score_to_record(score: DeviceScore, ctx: Context, source: str) -> Record:
         partition=partition,
         expect=expect,
         outcome=outcome,
+        end_reason=end_reason,
         passed=passed and outcome != "error",
         checks=checks,
         answer=score.answer,

@@ -16,6 +16,9 @@ Executor = Literal["instrument", "host"]
 Partition = Literal["tune", "holdout"]
 # Infrastructure errors are kept apart from agent failures but stay in the denominator.
 FailureKind = Literal["agent", "infrastructure"]
+# Why an attempt ended — kept apart from the outcome, so running out of budget is never read as
+# "the agent declared the task impossible".
+EndReason = Literal["answer", "give_up", "confirm", "takeover", "max_steps", "timeout", "repeat", "error"]
 
 
 class CheckResult(BaseModel):
@@ -67,6 +70,19 @@ class RunMetrics(BaseModel):
     """Wall time of the attempt."""
 
 
+class DeviceVerdict(BaseModel):
+    """What the phone's own scorer said about an attempt (kept beside the host's verdict, never trusted)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    outcome: str
+    """Outcome the phone reported (as written, even when it is not a known outcome)."""
+    passed: bool
+    """Verdict the phone reported."""
+    failure_category: str | None = None
+    """Failure category the phone reported."""
+
+
 class Record(BaseModel):
     """One task attempt on one device (or browser/desktop) in one run."""
 
@@ -82,6 +98,10 @@ class Record(BaseModel):
     """Device serial (android), backend name (web) or machine label (desktop)."""
     task_id: str
     """Task id (the task file's name)."""
+    instance: str = ""
+    """Task instance within the unit (the web lane's data seed); empty when a task has one instance."""
+    repeat: int = 1
+    """Repeat index of the unit (1…K with `--repeats K`, the web lane's trial); repeats are distinct units."""
     category: str = ""
     """Task directory/category, e.g. `read/system`."""
     partition: Partition | None = None
@@ -90,6 +110,9 @@ class Record(BaseModel):
     """The outcome the task expects."""
     outcome: Outcome
     """What happened; `error` is an infrastructure error, never an agent failure."""
+    end_reason: EndReason | None = None
+    """Why the attempt ended (answer, give_up, confirm, takeover, max_steps, timeout, repeat, error); null for
+    skips and for records that did not say."""
     passed: bool
     """Final verdict before human re-judgement."""
     checks: list[CheckResult] = Field(default_factory=list)
@@ -113,7 +136,9 @@ class Record(BaseModel):
     cost_usd: float | None = None
     """Cost in USD; null when unknown — never 0 for unknown."""
     attempt: int = 1
-    """1 for the first attempt; retries of infrastructure errors count up."""
+    """1 for the first attempt; retries of infrastructure errors count up (same unit, next try)."""
+    device_verdict: DeviceVerdict | None = None
+    """The phone's own verdict when the host re-scored the attempt (instrument executor); null otherwise."""
     execution: Execution
     """live (real device and model), controlled, or simulated (the virtual phone)."""
     executor: Executor | None = None
@@ -130,3 +155,11 @@ class Record(BaseModel):
     """Markers the task created on the device (for the clean-up list)."""
     extra: dict[str, JsonValue] = Field(default_factory=dict)
     """Fields the device reported that this schema does not model; kept, not dropped."""
+
+    def unit_key(self) -> tuple[str, str, str, str, str, int]:
+        """The unit this attempt belongs to: (run, lane, device or backend, task, instance, repeat)."""
+        return (self.run, self.lane, self.device, self.task_id, self.instance, self.repeat)
+
+    def attempt_key(self) -> tuple[str, str, str, str, str, int, int]:
+        """The unit plus the attempt number: two records with the same key are one attempt written twice."""
+        return (*self.unit_key(), self.attempt)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -15,20 +16,40 @@ RECORDS_FILE = "records.jsonl"
 
 
 def append_records(path: Path, records: Iterable[Record]) -> int:
-    """Append records (one JSON line each) and fsync; never rewrites what is there. Returns the count."""
+    """Append records (one JSON line each) and fsync; never rewrites what is there. Returns the count.
+
+    A file whose last line was torn by a crash (no newline at the end) gets a newline first, so the
+    torn line stays one bad line and the new records stay whole.
+    """
     lines = [r.model_dump_json() + "\n" for r in records]
     if not lines:
         return 0
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write("".join(lines))
+    with path.open("a+b") as handle:
+        if handle.tell() > 0:
+            handle.seek(-1, os.SEEK_END)
+            if handle.read(1) != b"\n":
+                lines.insert(0, "\n")
+        handle.write("".join(lines).encode("utf-8"))
         handle.flush()
         os.fsync(handle.fileno())
-    return len(lines)
+    return len(lines) - (1 if lines[0] == "\n" else 0)
 
 
-def iter_records(path: Path) -> Iterator[Record]:
-    """Read records one by one; a corrupt line is a FarmError naming the file and line."""
+@dataclass
+class ReadProblems:
+    """Lines of a record file that were skipped, each named `file:line: what`."""
+
+    torn: list[str] = field(default_factory=list)
+    """The last line, cut short by a crash mid-append (reported, skipped)."""
+
+
+def iter_records(path: Path, problems: ReadProblems | None = None) -> Iterator[Record]:
+    """Read records one by one.
+
+    A torn last line (a crash mid-append: invalid and without a newline at the end) is skipped and
+    listed in `problems`; a corrupt line anywhere else is a FarmError naming the file and line.
+    """
     try:
         handle = path.open(encoding="utf-8")
     except OSError as exc:
@@ -40,6 +61,10 @@ def iter_records(path: Path) -> Iterator[Record]:
             try:
                 yield Record.model_validate_json(line)
             except ValidationError as exc:
+                if not line.endswith("\n"):
+                    if problems is not None:
+                        problems.torn.append(f"{path}:{number}: torn last line (a crash mid-append), skipped")
+                    continue
                 problem = exc.errors()[0]
                 where = ".".join(str(p) for p in problem["loc"])
                 raise FarmError(
@@ -48,6 +73,21 @@ def iter_records(path: Path) -> Iterator[Record]:
                 ) from None
 
 
-def read_records(path: Path) -> list[Record]:
+def read_records(path: Path, problems: ReadProblems | None = None) -> list[Record]:
     """All records of a file (see `iter_records`)."""
-    return list(iter_records(path))
+    return list(iter_records(path, problems))
+
+
+def new_records(path: Path, records: Iterable[Record]) -> tuple[list[Record], int]:
+    """The records whose attempt key is not in the file yet (and not repeated among them); the count left out."""
+    seen = {r.attempt_key() for r in iter_records(path, ReadProblems())} if path.is_file() else set()
+    fresh: list[Record] = []
+    dropped = 0
+    for r in records:
+        key = r.attempt_key()
+        if key in seen:
+            dropped += 1
+            continue
+        seen.add(key)
+        fresh.append(r)
+    return fresh, dropped

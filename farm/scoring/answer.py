@@ -7,7 +7,14 @@ import unicodedata
 from collections.abc import Sequence
 
 from farm.results.record import CheckResult
-from farm.scoring.text import clip, contains
+from farm.scoring.text import clip, contains, norm
+
+# Phrases with which an answer says the task cannot be done (matched after normalisation).
+_IMPOSSIBLE = re.compile(
+    r"无法|不能|做不到|办不到|做不了|不可能|不支持|不存在|没办法|没有办法|并没有|没有这个|没有该|没有此|找不到|不提供|"
+    r"\bcannot\b|\bcan't\b|\bcan not\b|\bunable\b|\bimpossible\b|\bnot possible\b|\bisn't possible\b|"
+    r"\bdoes not exist\b|\bdoesn't exist\b|\bnot supported\b|\bno such\b|\bnot available\b"
+)
 
 
 def answer_contains(answer: str | None, texts: Sequence[str], *, require_all: bool = True) -> CheckResult:
@@ -37,3 +44,8 @@ def answer_regex(answer: str | None, pattern: str) -> CheckResult:
     if match:
         return CheckResult(type="answer_regex", passed=True, detail=f"/{pattern}/ matched {match.group(0)!r}")
     return CheckResult(type="answer_regex", passed=False, detail=f"/{pattern}/ not in answer {clip(answer)!r}")
+
+
+def declares_impossible(answer: str | None) -> bool:
+    """Whether an answer says the task cannot be done (seed 003's `expect: failed`: the agent must say so)."""
+    return bool(answer) and _IMPOSSIBLE.search(norm(answer or "").replace("’", "'")) is not None

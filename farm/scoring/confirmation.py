@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from decimal import Decimal, InvalidOperation
 
 from farm.results.record import CheckResult
 from farm.scoring.evidence import ConfirmationCard
-from farm.scoring.text import contains
-
-_AMOUNT = re.compile(r"\d+(?:\.\d+)?")
+from farm.scoring.text import find, numbers_in
 
 
 def _amount_matches(card_amount: str, wanted: str) -> bool:
-    if contains(card_amount, wanted):
-        return True
-    try:
-        want = {Decimal(m) for m in _AMOUNT.findall(wanted.replace(",", ""))}
-        have = {Decimal(m) for m in _AMOUNT.findall(card_amount.replace(",", ""))}
-    except InvalidOperation:
-        return False
-    return bool(want) and want <= have
+    """Every number the check names is a number on the card, by value ("99" is not in "¥1,299.00")."""
+    want = numbers_in(wanted)
+    if not want:
+        return find(card_amount, wanted)
+    return want <= numbers_in(card_amount)
 
 
 def card_mismatches(card: ConfirmationCard, wanted: dict[str, str]) -> list[str]:
@@ -31,7 +24,7 @@ def card_mismatches(card: ConfirmationCard, wanted: dict[str, str]) -> list[str]
         if not value:
             continue
         shown = getattr(card, field)
-        ok = _amount_matches(shown, value) if field == "amount" else contains(shown, value)
+        ok = _amount_matches(shown, value) if field == "amount" else find(shown, value)
         if not ok:
             wrong.append(f"{field} {shown!r} lacks {value!r}")
     return wrong
@@ -45,7 +38,7 @@ def confirmation_shows(
     content: str | None = None,
     amount: str | None = None,
 ) -> CheckResult:
-    """Pass when some card shows every field the check names (text containment; amounts by value)."""
+    """Pass when some card shows every field the check names (shared matcher; amounts by value)."""
     wanted = {"action": action or "", "target": target or "", "content": content or "", "amount": amount or ""}
     if not cards:
         return CheckResult(type="confirmation_shows", passed=False, detail="no confirmation card was produced")

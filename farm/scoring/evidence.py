@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from farm.camel import CamelModel
-from farm.results.record import CheckResult, Outcome
+from farm.results.record import CheckResult, EndReason, Outcome
 
 # How the attempt ended, as the harness saw it (not yet a verdict).
 EndKind = Literal[
@@ -19,6 +19,7 @@ EndKind = Literal[
     "timeout",  # time budget exhausted
     "repeat",  # the same action on the same screen too many times
     "error",  # infrastructure error (phone gone, harness crash); never the agent's fault
+    "unknown",  # the transcript does not say (another agent's format): never read as giving up
 ]
 
 
@@ -108,6 +109,9 @@ class Evidence(CamelModel):
     """Probe outputs read by the harness after the task (probe_has checks)."""
     packages_used: list[str] = Field(default_factory=list)
     """Foreground packages seen during the attempt, in first-seen order."""
+    app_choices: dict[str, str] = Field(default_factory=dict)
+    """Package resolved for an `{app:…}` before the run → the handler of that capability the agent actually
+    opened, which the harness looked at instead (seed 003: after the run, prefer the app the agent used)."""
     steps: int = 0
     """Actions taken."""
     step_errors: int = 0
@@ -130,4 +134,6 @@ class ScoreResult(BaseModel):
     failure_category: str | None = None
     """perception, route, barrier, app_state, clarification, infrastructure; null when passed."""
     takeover_kind: str | None = None
-    """For an accepted takeover: the barrier (login, captcha…)."""
+    """For an accepted takeover: the barrier (login, captcha, payment)."""
+    end_reason: EndReason | None = None
+    """Why the attempt ended (answer, give_up, confirm, takeover, max_steps, timeout, repeat, error)."""

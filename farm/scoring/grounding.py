@@ -1,5 +1,8 @@
 """answer_grounded: every number, quoted name and `label: value` of the answer must have been on screen.
 
+"On screen" means the visible text of the reads (text and content-desc), never class names, ids,
+flags or the app header; items are found with the shared matcher (token boundaries, numbers by value).
+
 Only the last few screen reads count, so a value must have been seen recently, not guessed
 earlier and carried along.
 """
@@ -10,16 +13,16 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from typing import Literal
 
 from farm.results.record import CheckResult
-from farm.scoring.text import clip, norm
+from farm.scoring.text import clip, find, norm
+from farm.scoring.visible import screen_text
 
 DEFAULT_WINDOW = 5
 """How many of the last screen reads a grounded item may come from."""
 
-ItemKind = Literal["number", "quoted", "labelled"]
+ItemKind = Literal["number", "version", "quoted", "labelled"]
 
 _QUOTES = re.compile(
     r"“([^”]{1,80})”|\"([^\"]{1,80})\"|「([^」]{1,80})」|『([^』]{1,80})』|《([^》]{1,80})》|‘([^’]{1,80})’"
@@ -29,10 +32,9 @@ _LABEL_CHAR = r"[^\s:,;。、!?()\[\]]"
 _LABELLED = re.compile(
     rf"({_LABEL_CHAR}{{0,20}}[^\d\s:,;。、!?()\[\]]{_LABEL_CHAR}{{0,20}})\s*:\s*([^,;。、!?\n]{{1,80}})"
 )
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+# Number tokens of the answer; a dotted run with two or more dots is a version, compared as text.
+_NUMBER = re.compile(r"\d+(?:\.\d+)*")
 _TRAILING = " \t.…'\"“”)）】」』》"
-# Observation lines start with an element ref ("[12] Button …"); refs are not screen content.
-_REF = re.compile(r"(?m)^\s*\[\d+\]")
 
 
 @dataclass(frozen=True)
@@ -41,13 +43,6 @@ class Item:
 
     kind: ItemKind
     text: str
-
-
-def _number_value(token: str) -> Decimal | None:
-    try:
-        return Decimal(token)
-    except InvalidOperation:
-        return None
 
 
 def extract_items(answer: str) -> list[Item]:
@@ -75,7 +70,7 @@ def extract_items(answer: str) -> list[Item]:
             add("labelled", value, m.span(2))
     for m in _NUMBER.finditer(text):
         if not any(a <= m.start() < b for a, b in taken):
-            add("number", m.group(0), m.span())
+            add("version" if m.group(0).count(".") > 1 else "number", m.group(0), m.span())
     return items
 
 
@@ -84,24 +79,9 @@ def _prepare(text: str) -> str:
     return re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", unicodedata.normalize("NFKC", text))
 
 
-def _numbers_in(text: str) -> set[Decimal]:
-    values = (_number_value(m.group(0)) for m in _NUMBER.finditer(_prepare(text)))
-    return {v for v in values if v is not None}
-
-
 def is_grounded(item: Item, screen: str) -> bool:
-    """Whether one item occurs in the screen text (numbers compared by value)."""
-    if item.kind == "number":
-        value = _number_value(item.text)
-        return value is not None and value in _numbers_in(screen)
-    needle = norm(item.text)
-    if needle in norm(screen):
-        return True
-    # A labelled value that is a bare number is compared by value too ("版本: 14.0" vs "14").
-    if item.kind == "labelled" and _NUMBER.fullmatch(_prepare(item.text).strip()):
-        value = _number_value(_prepare(item.text).strip())
-        return value is not None and value in _numbers_in(screen)
-    return False
+    """Whether one item is on the screen's visible text (shared matcher: token boundaries, numbers by value)."""
+    return find(screen, item.text)
 
 
 def answer_grounded(
@@ -111,7 +91,7 @@ def answer_grounded(
     if not answer:
         return CheckResult(type="answer_grounded", passed=False, detail="no answer was given")
     items = extract_items(answer)
-    recent = _REF.sub("", "\n".join(screen_reads[-window:])) if window > 0 else ""
+    recent = "\n".join(screen_text(read) for read in screen_reads[-window:]) if window > 0 else ""
     ungrounded = [i for i in items if not is_grounded(i, recent)]
     if ungrounded:
         listed = ", ".join(repr(i.text) for i in ungrounded[:5])

@@ -1,25 +1,33 @@
 """Human re-judgement (seed 003 「怎么人工改判」): `overrides.yaml` or the 人工改判 section of summary.md.
 
-An override names a task, the verdict it changes from and to, and evidence quoted from the run
-record (the final answer or a screen read under `<id>/run/`). An override whose evidence text does
-not occur in that record is refused and listed; so is one whose `from` is not the initial verdict.
+An override names a task, the verdict it changes from and to and/or a new failure category
+(perception, route, barrier, app_state…), and evidence quoted from that task's run record: text
+the screen showed (text and content-desc of a screen read) or the final answer — never a check
+detail, an id or anything else a file happens to contain. Evidence is found with the checks'
+shared matcher. An override without such evidence is refused and listed with its reason; so is
+one whose `from` is not the initial verdict (or category).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from farm.errors import FarmError
+from farm.scoring.evidence import Evidence
+from farm.scoring.text import find
+from farm.scoring.transcript import screen_reads
+from farm.scoring.visible import screen_text
 
 Verdict = Literal["pass", "fail"]
+FailureCategory = Literal["perception", "route", "barrier", "app_state", "clarification", "infrastructure"]
+CATEGORIES: tuple[str, ...] = get_args(FailureCategory)
 _WORDS: dict[str, Verdict] = {
     "pass": "pass",
     "passed": "pass",
@@ -51,10 +59,14 @@ class OverrideSpec(BaseModel):
 
     id: str = Field(min_length=1)
     """Task id."""
-    from_: Verdict = Field(alias="from")
-    """Initial verdict being changed."""
-    to: Verdict
-    """New verdict."""
+    from_: Verdict | None = Field(default=None, alias="from")
+    """Initial verdict being changed (checked when given)."""
+    to: Verdict | None = None
+    """New verdict; null keeps the verdict (a category-only re-judgement)."""
+    category: FailureCategory | None = None
+    """New failure category of a failed attempt; null keeps it."""
+    from_category: FailureCategory | None = Field(default=None, alias="fromCategory")
+    """Initial failure category being changed (checked when given)."""
     evidence: str = ""
     """Text quoted from the run record (answer or screen read)."""
     device: str | None = None
@@ -64,8 +76,14 @@ class OverrideSpec(BaseModel):
 
     @field_validator("from_", "to", mode="before")
     @classmethod
-    def _word(cls, value: object) -> str:
-        return verdict_word(str(value))
+    def _word(cls, value: object) -> str | None:
+        return None if value is None else verdict_word(str(value))
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> OverrideSpec:
+        if self.to is None and self.category is None:
+            raise ValueError("an override needs `to` (pass/fail) or `category` (" + ", ".join(CATEGORIES) + ")")
+        return self
 
     @field_validator("evidence")
     @classmethod
@@ -124,6 +142,9 @@ def parse_summary_section(text: str, source: str = "summary.md") -> list[Overrid
                 fields = {"id": cells[0].strip("`"), "from": cells[1], "to": cells[2], "evidence": cells[3]}
         if fields is None:
             continue
+        if fields["from"] in CATEGORIES and fields["to"] in CATEGORIES:
+            fields = {"id": fields["id"], "fromCategory": fields["from"], "category": fields["to"],
+                      "evidence": fields["evidence"]}
         try:
             out.append(OverrideSpec.model_validate({**fields, "source": f"{source}:{number}"}))
         except ValidationError as exc:
@@ -132,36 +153,30 @@ def parse_summary_section(text: str, source: str = "summary.md") -> list[Overrid
     return out
 
 
-def _strings(value: object) -> Iterable[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
-
-
 def evidence_texts(task_run_dir: Path, answer: str | None) -> list[str]:
-    """Every text of a task's run record: the answer and all strings of `<id>/run/` files."""
+    """What an override may quote: the final answer and the visible text of every screen in the run record.
+
+    Screens are the observations of `steps.jsonl` and the screens kept in `final.json`'s evidence
+    (reads, the hand-over screen, the harness's fresh looks) — their text and content-desc only.
+    """
     texts = [answer] if answer else []
     if not task_run_dir.is_dir():
         return texts
-    for path in sorted(task_run_dir.rglob("*")):
-        if not path.is_file() or path.is_symlink() or path.stat().st_size > 16 * 1024 * 1024:
-            continue
-        raw = path.read_text(encoding="utf-8", errors="replace")
-        texts.append(raw)
-        for line in raw.splitlines():
-            try:
-                texts.extend(_strings(json.loads(line)))
-            except ValueError:
-                continue
+    screens = [read.text for read in screen_reads(task_run_dir / "steps.jsonl")]
+    final = task_run_dir / "final.json"
+    if final.is_file():
         try:
-            texts.extend(_strings(json.loads(raw)))
-        except ValueError:
-            pass
+            raw = json.loads(final.read_text(encoding="utf-8", errors="replace"))
+            ev = Evidence.model_validate(raw["evidence"]) if isinstance(raw, dict) and "evidence" in raw else None
+        except (ValueError, ValidationError):
+            ev = None
+        if ev is not None:
+            screens += [read.text for read in ev.screen_reads] + [look.text for look in ev.fresh_looks]
+            if ev.hand_over is not None:
+                screens.append(ev.hand_over.screen)
+            if ev.answer and ev.answer not in texts:
+                texts.append(ev.answer)
+    texts += [screen_text(s) for s in screens if s]
     return texts
 
 
@@ -174,17 +189,34 @@ class Decision:
     initial: Verdict
     applied: bool
     note: str
+    category: str | None = None
+    """Failure category to apply (null: unchanged); set only when applied and the final verdict is fail."""
 
 
-def decide(spec: OverrideSpec, device: str, initial_passed: bool, texts: list[str]) -> Decision:
-    """Apply the rules: `from` must be the initial verdict and the evidence must be in the record."""
+def decide(
+    spec: OverrideSpec, device: str, initial_passed: bool, texts: list[str], initial_category: str | None = None
+) -> Decision:
+    """Apply the rules: `from` must be the initial verdict (or category), something must change, and the
+    evidence must be screen text or the final answer of the run record (shared matcher)."""
     initial: Verdict = "pass" if initial_passed else "fail"
-    if spec.from_ != initial:
-        return Decision(spec, device, initial, False, f"refused: initial verdict is {initial}, not {spec.from_}")
-    if spec.from_ == spec.to:
-        return Decision(spec, device, initial, False, "refused: no change")
+
+    def refused(why: str) -> Decision:
+        return Decision(spec, device, initial, False, f"refused: {why}")
+
+    if spec.from_ is not None and spec.from_ != initial:
+        return refused(f"initial verdict is {initial}, not {spec.from_}")
+    final = spec.to or initial
+    if spec.category is not None:
+        if final == "pass":
+            return refused("a passed attempt has no failure category")
+        if spec.from_category is not None and spec.from_category != initial_category:
+            return refused(f"initial category is {initial_category or 'none'}, not {spec.from_category}")
+    changes = final != initial or (spec.category is not None and spec.category != initial_category)
+    if not changes:
+        return refused("no change")
     if not spec.evidence:
-        return Decision(spec, device, initial, False, "refused: no evidence quoted")
-    if not any(spec.evidence in text for text in texts):
-        return Decision(spec, device, initial, False, "refused: evidence not found in the run record")
-    return Decision(spec, device, initial, True, f"applied ({spec.source})" if spec.source else "applied")
+        return refused("no evidence quoted")
+    if not any(find(text, spec.evidence) for text in texts):
+        return refused("evidence is not screen text or the final answer of this task's run record")
+    note = f"applied ({spec.source})" if spec.source else "applied"
+    return Decision(spec, device, initial, True, note, spec.category if final == "fail" else None)

@@ -90,6 +90,8 @@ def _target_text(text: str | None, marker: bool, ctx: CheckContext) -> str:
 def _screen_has(check: ScreenHas, ctx: CheckContext) -> CheckResult:
     # An unresolved `{app:…}` (no standard intent, e.g. notes) means "the app the agent used": any look.
     package = None if check.package_name.startswith("{app:") else check.package_name
+    if package is not None:
+        package = ctx.evidence.app_choices.get(package, package)
     return screen_has(ctx.evidence.fresh_looks, _target_text(check.text, check.marker, ctx), package)
 
 

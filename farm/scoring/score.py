@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from farm.results.record import CheckResult, Outcome
-from farm.scoring.evidence import Evidence, ScoreResult
+from farm.results.record import CheckResult, EndReason, Outcome
+from farm.scoring.answer import declares_impossible
+from farm.scoring.evidence import EndKind, Evidence, ScoreResult
 from farm.scoring.grounding import DEFAULT_WINDOW
 from farm.scoring.registry import CheckContext, evaluate
 from farm.scoring.takeover import judge_hand_over
@@ -19,26 +20,45 @@ _CHECK_CATEGORY = {
     "probe_has": "app_state",
     "asked_user": "clarification",
 }
+_END_REASON: dict[EndKind, EndReason | None] = {
+    "answer": "answer", "give_up": "give_up", "hand_over": "takeover", "confirmation": "confirm",
+    "max_steps": "max_steps", "timeout": "timeout", "repeat": "repeat", "error": "error", "unknown": None,
+}
 _END_WORDS = {
     "give_up": "the agent gave up",
     "max_steps": "step budget exhausted",
     "timeout": "time budget exhausted",
     "repeat": "the same action repeated on the same screen",
+    "unknown": "the transcript does not say how the attempt ended",
 }
+
+
+def end_reason(end: EndKind) -> EndReason | None:
+    """The record's end reason for how the harness saw the attempt end (null when the transcript did not say)."""
+    return _END_REASON[end]
+
+
+def declared_impossible(evidence: Evidence) -> bool:
+    """Whether the agent itself declared the task impossible: give-up, or an answer saying it cannot be done."""
+    return evidence.end == "give_up" or (evidence.end == "answer" and declares_impossible(evidence.answer))
 
 
 def score(task: Task, evidence: Evidence, *, window: int = DEFAULT_WINDOW) -> ScoreResult:
     """Outcome from how the attempt ended (takeover rule applied), checks from evidence, verdict.
 
     `passed` means the outcome equals the task's `expect` and every check passed. An answer whose
-    checks fail is a `failed` outcome: `succeeded` needs evidence, not the agent's claim.
+    checks fail is a `failed` outcome: `succeeded` needs evidence, not the agent's claim. For
+    `expect: failed` the agent must declare the task impossible (give up, or answer that it cannot
+    be done); running out of steps, time or repeating itself never passes.
     """
+    ended_by = end_reason(evidence.end)
     if evidence.end == "error":
         return ScoreResult(
             outcome="error",
             passed=False,
             reasons=[evidence.end_reason or "infrastructure error"],
             failure_category="infrastructure",
+            end_reason=ended_by,
         )
     ctx = CheckContext(task=task, evidence=evidence, window=window)
     checks = [evaluate(check, ctx) for check in task.checks]
@@ -47,7 +67,10 @@ def score(task: Task, evidence: Evidence, *, window: int = DEFAULT_WINDOW) -> Sc
     takeover_kind: str | None = None
     category: str | None = None
     outcome: Outcome
-    if evidence.end == "answer":
+    declared = declared_impossible(evidence)
+    if evidence.end == "answer" and task.expect == "failed" and declared:
+        outcome = "failed"
+    elif evidence.end == "answer":
         outcome = "succeeded" if not failed_checks else "failed"
     elif evidence.end == "confirmation":
         outcome = "confirmation"
@@ -63,6 +86,10 @@ def score(task: Task, evidence: Evidence, *, window: int = DEFAULT_WINDOW) -> Sc
         why = _END_WORDS.get(evidence.end, evidence.end)
         reasons.insert(0, f"{why}: {evidence.end_reason}" if evidence.end_reason else why)
     passed = outcome == task.expect and not failed_checks
+    if passed and task.expect == "failed" and not declared:
+        passed = False
+        reasons.insert(0, "expected the agent to declare the task impossible; it never did (ended by "
+                          f"{ended_by or 'an unknown end'})")
     if not passed:
         if outcome != task.expect:
             reasons.insert(0, f"expected {task.expect}, got {outcome}")
@@ -74,6 +101,7 @@ def score(task: Task, evidence: Evidence, *, window: int = DEFAULT_WINDOW) -> Sc
         reasons=reasons,
         failure_category=category,
         takeover_kind=takeover_kind,
+        end_reason=ended_by,
     )
 
 

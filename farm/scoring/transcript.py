@@ -131,13 +131,32 @@ def read_steps(path: Path) -> list[StepLine]:
     return steps
 
 
-_OUTCOME_END: dict[str, EndKind] = {
-    "succeeded": "answer",
-    "failed": "give_up",
-    "confirmation": "confirmation",
-    "takeover": "hand_over",
-    "error": "error",
+# A transcript's own `endReason` (record vocabulary) → how the harness names the end.
+_REASON_END: dict[str, EndKind] = {
+    "answer": "answer", "give_up": "give_up", "confirm": "confirmation", "takeover": "hand_over",
+    "max_steps": "max_steps", "timeout": "timeout", "repeat": "repeat", "error": "error",
 }
+
+
+def _end_of(raw: dict[str, object], answer: object) -> EndKind:
+    """How a transcript without harness evidence ended, from what it shows — never from its verdict.
+
+    The phone's `outcome: failed` does not say whether the agent gave up or ran out of budget, so
+    without an `endReason` it is `unknown` (which never counts as declaring a task impossible).
+    """
+    said = raw.get("endReason")
+    if isinstance(said, str) and said in _REASON_END:
+        return _REASON_END[said]
+    if isinstance(answer, str) and answer.strip():
+        return "answer"
+    outcome = raw.get("outcome")
+    if outcome == "takeover":
+        return "hand_over"
+    if outcome == "error":
+        return "error"
+    if outcome == "confirmation":
+        return "confirmation"
+    return "unknown"
 
 
 def load_evidence(run_dir: Path) -> Evidence:
@@ -165,8 +184,7 @@ def load_evidence(run_dir: Path) -> Evidence:
             evidence = evidence.model_copy(update={"screen_reads": reads})
         return evidence
     answer = raw.get("answer")
-    outcome = str(raw.get("outcome", "failed"))
-    end = _OUTCOME_END.get(outcome, "give_up")
+    end = _end_of(raw, answer)
     reason = str(raw.get("reason") or "")
     hand_over = None
     if end == "hand_over":

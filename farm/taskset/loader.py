@@ -144,8 +144,15 @@ def is_special(loaded: LoadedTask) -> bool:
 
 def select_tasks(root: Path, split: SplitChoice = "all", set_prefix: str | None = None) -> list[LoadedTask]:
     """Tasks of one pool (or both) and one set; no prefix = the full set without skills/ and memory/."""
+    return choose_tasks(load_taskset(root), split, set_prefix)
+
+
+def choose_tasks(
+    tasks: list[LoadedTask], split: SplitChoice = "all", set_prefix: str | None = None
+) -> list[LoadedTask]:
+    """The loaded tasks of one pool (or both) and one set, as `select_tasks` picks them."""
     chosen = []
-    for loaded in load_taskset(root):
+    for loaded in tasks:
         if set_prefix is None:
             if is_special(loaded):
                 continue

@@ -16,7 +16,8 @@ Expect = Literal["succeeded", "confirmation", "failed", "takeover"]
 Channel = Literal["web", "app"]
 Split = Literal["train", "test"]
 # Obstacles a read task may hand over on; seed 003 names login forms and captchas.
-TakeoverKind = Literal["login", "captcha", "verification"]
+# "verification" is the older name of "captcha" (a verification-code screen) and reads the same.
+TakeoverKind = Literal["login", "captcha", "verification", "payment"]
 
 REQUIRE_PREFIXES = ("installed:", "app:", "signedIn:", "login:", "site:")
 
@@ -171,7 +172,7 @@ class Task(_Model):
     answers: dict[str, str] = Field(default_factory=dict)
     """Automatic replies to `ask_user`, keyed by a word that appears in the question."""
     accept_takeover_on: list[TakeoverKind] | None = None
-    """Obstacles accepted as a hand-over (`[]`: none); null means the default (login)."""
+    """Barriers accepted as a hand-over (`[]`: none); null means the default (login and captcha, seed 003)."""
     channel: Channel | None = None
     """Force the web or the app route for this task."""
     split: Split | None = None

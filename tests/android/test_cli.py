@@ -11,8 +11,8 @@ from pathlib import Path
 from farm.android.instrument_parser import parse_text
 from farm.sim.launcher import free_port
 from tests.helpers.records import record, score_line, scores_text, write_run, write_tasks
+from tests.helpers.shared_data import shared_data
 
-DATA = Path(__file__).parent / "data"
 EVAL = "/sdcard/Android/data/dev.agentfarm.simagent/files/eval"
 
 
@@ -35,9 +35,9 @@ def one_line_error(proc: subprocess.CompletedProcess[str], *needles: str) -> Non
 
 
 def test_instrument_parse_prints_the_events_as_json_lines(tmp_path: Path) -> None:
-    proc = farm("instrument", "parse", str(DATA / "adam_log_4.input"), cwd=tmp_path)
+    proc = farm("instrument", "parse", str(shared_data("instrument", "adam_log_4.input")), cwd=tmp_path)
     assert proc.returncode == 0
-    events = parse_text((DATA / "adam_log_4.input").read_text())
+    events = parse_text(shared_data("instrument", "adam_log_4.input").read_text())
     expected = [json.dumps(e.as_json(), separators=(",", ":")) for e in events]
     assert proc.stdout.splitlines() == expected
     assert proc.stdout.splitlines()[0] == '{"event":"run_started","testCount":9}'

@@ -31,3 +31,19 @@ def test_answer_regex_wrong_answer_fails() -> None:
 def test_answer_regex_invalid_pattern_fails_with_detail() -> None:
     result = answer_regex("x", "(")
     assert not result.passed and "invalid pattern" in result.detail
+
+
+def test_answer_contains_does_not_find_a_number_inside_a_year() -> None:
+    from farm.scoring.answer import answer_contains
+
+    assert not answer_contains("发布于 2014 年", ["14"]).passed
+    assert answer_contains("共 14 条", ["14"]).passed
+
+
+def test_declares_impossible_recognises_refusals_and_not_results() -> None:
+    from farm.scoring.answer import declares_impossible
+
+    assert declares_impossible("2 月没有 30 号,无法设置这个闹钟")
+    assert declares_impossible("This can't be done: there is no such app.")
+    assert not declares_impossible("闹钟已设好:8:00")
+    assert not declares_impossible(None)

@@ -72,3 +72,28 @@ def test_quoted_name_absent_from_screen_fails(shown: str, other: str) -> None:
     if other.casefold() in shown.casefold():
         other = other + "x" + shown
     assert not answer_grounded(f"“{other}”", [f'[1] TextView "{shown}"']).passed
+
+
+def test_quoted_text_only_in_a_class_name_is_not_grounded() -> None:
+    assert not answer_grounded("“te”", ['[1] TextView "aa"']).passed
+
+
+def test_labelled_state_only_in_flag_words_is_not_grounded() -> None:
+    assert not answer_grounded("Wi-Fi: checked", ['[1] Switch "Wi-Fi" unchecked']).passed
+
+
+def test_number_only_in_the_app_header_is_not_grounded() -> None:
+    screen = 'app: com.android.calculator2/.Calculator\n[1] TextView "0"'
+    assert not answer_grounded("2", [screen]).passed
+
+
+def test_number_only_in_a_resource_id_is_not_grounded() -> None:
+    assert not answer_grounded("7", ['[1] Button "OK" (button7) click']).passed
+
+
+def test_number_inside_a_bigger_number_is_not_grounded() -> None:
+    assert not answer_grounded("14", ['[1] TextView "2014"']).passed
+
+
+def test_content_desc_is_visible_evidence() -> None:
+    assert answer_grounded("“电池”", ['[1] ImageView desc="电池"']).passed

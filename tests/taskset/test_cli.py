@@ -39,6 +39,26 @@ def test_console_script_exit_2_on_violation(taskset: TaskSetBuilder) -> None:
     assert "Traceback" not in proc.stderr
 
 
+def test_console_script_lists_every_new_rule(taskset: TaskSetBuilder) -> None:
+    card = taskset.edit("irrev-3", checks=[{"type": "confirmation_shows", "action": "发送", "target": "张三",
+                                            "content": "测试 3"}])
+    builtin = taskset.edit("content-5", apps=["com.android.calculator2"])
+    local = taskset.edit("content-6", note="答案在 /sdcard/a.txt")
+    account = taskset.edit("irrev-4", note=None)
+    pair = taskset.add("skills", {**taskset.read("skills-0"), "id": "skills-9", "pair": None, "split": None})
+    proc = subprocess.run([str(FARM), "tasks", "check", str(taskset.root)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(str(taskset.root))]
+    assert sorted(ln.split(" — ")[0] for ln in lines) == sorted([
+        f"{builtin}: apps[0]: com.android.calculator2 is the phone's own calculator app written as a package",
+        f"{local}: note: note contains a local path ('/sdcard')",
+        f"{account}: note: task requires 'signedIn:dev.agentfarm.messenger' but has no note",
+        f"{card}: checks[0].target: '发送' goes to '张三', not to the user",
+        f"{pair}: pair: task in skills/ has no pair",
+    ])
+
+
 def test_missing_directory_is_one_line(tmp_path: Path) -> None:
     proc = subprocess.run([str(FARM), "tasks", "check", str(tmp_path / "none")], capture_output=True, text=True,
                           timeout=120)
