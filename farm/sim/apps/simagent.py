@@ -132,9 +132,12 @@ def attempt(phone: PhoneState, task: dict[str, Any], opts: EvalOptions, files_di
                "otherMs": max(0, total_ms - model_ms - screen_ms - action_ms), "totalMs": total_ms}
     marker = str(task.get("marker") or "").replace("{run}", opts.run)
     reason = "" if passed else "模拟失败:未在步数内完成"
+    # How the attempt ended, as a real agent's transcript says it: a failure here ran out of steps.
+    end_reason = {"succeeded": "answer", "failed": "give_up", "confirmation": "confirm",
+                  "takeover": "takeover"}.get(outcome, "answer") if passed else "max_steps"
     apps = [str(a) for a in task.get("apps") or []]
     used = leave_marker(phone, task, marker) if passed and marker and outcome == "succeeded" else None
-    answer = _answer(task, passed, marker)
+    answer = _answer(task, passed, marker) if end_reason in ("answer", "give_up") else None
     record: dict[str, Any] = {
         "id": tid, "category": task_directory(task), "partition": task.get("partition"), "expect": expect,
         "outcome": outcome, "passed": passed,
@@ -142,7 +145,7 @@ def attempt(phone: PhoneState, task: dict[str, Any], opts: EvalOptions, files_di
                    for c in task.get("checks") or [] if isinstance(c, dict)],
         "answer": answer, "reason": reason,
         "failureCategory": None if passed else rng.choice(FAILURE_CATEGORIES),
-        "takeoverKind": "login" if outcome == "takeover" else None,
+        "takeoverKind": "login" if outcome == "takeover" else None, "endReason": end_reason,
         "steps": steps, "tokens": tokens, "costUsd": cost, "metrics": metrics,
         "markers": [marker] if marker else [], "execution": "simulated",
         "appPackage": used or (apps[0] if apps else None),
@@ -195,7 +198,7 @@ def leave_marker(phone: PhoneState, task: dict[str, Any], marker: str) -> str | 
 
 
 def _answer(task: dict[str, Any], passed: bool, marker: str) -> str:
-    parts = ["(模拟)"]
+    parts = ["(模拟)无法完成:这件事做不到" if passed and task.get("expect") == "failed" else "(模拟)"]
     if passed:
         for check in task.get("checks") or []:
             if isinstance(check, dict) and check.get("type") == "answer_contains":
@@ -266,10 +269,17 @@ class EvalTree:
         for i in range(n):
             action = "answer" if i == n - 1 else _ACTIONS[i % len(_ACTIONS)]
             screen = f"{rec['id']}:{i}:{rng.random()}"
+            observation: dict[str, Any] = {"digest": hashlib.sha256(screen.encode()).hexdigest()[:16],
+                                           "chars": rng.randint(400, 4000)}
+            if i == n - 1 and rec.get("answer"):
+                # The last screen the simulated agent read shows what it answers with (evidence, not a verdict).
+                shown = str(rec["answer"]).replace('"', "'")
+                observation["text"] = f'app: {rec.get("appPackage") or ""}\n[1] TextView "{shown}"'
+            elif i == n - 1 and rec.get("endReason") == "takeover":
+                observation["text"] = '[1] TextView "请先登录"\n[2] Button "登录" click'
             out.append({
                 "step": i + 1, "at": _iso(start + timedelta(milliseconds=total * i / max(n, 1))),
-                "observation": {"digest": hashlib.sha256(screen.encode()).hexdigest()[:16],
-                                "chars": rng.randint(400, 4000)},
+                "observation": observation,
                 "action": {"type": action}, "result": "ok",
                 "timings": {"modelMs": round(total * 0.65 / max(n, 1)),
                             "screenReadMs": round(total * 0.1 / max(n, 1)),
