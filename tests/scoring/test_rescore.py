@@ -3,8 +3,8 @@
 import json
 from pathlib import Path
 
-from farm.results.normalise import Context, score_to_record
 from farm.results.device_line import DeviceScore
+from farm.results.normalise import Context, score_to_record
 from farm.scoring.rescore import NO_TRANSCRIPT, host_rescore, rescore_records
 from tests.helpers.host import make_task
 from tests.helpers.records import score_line
