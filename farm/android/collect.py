@@ -13,14 +13,17 @@ from farm import manifest as mf
 from farm.android import devices, health
 from farm.android.bundle import bundle_device_path
 from farm.android.paths import raw_dir
+from farm.android.prepare import PhoneFacts, Resolver, installed_packages, prepare, signed_in
 from farm.android.pull import pull_tree
-from farm.config import FarmConfig
+from farm.config import FarmConfig, InstrumentProfile
 from farm.errors import FarmError
 from farm.results.normalise import Context, normalise_file
 from farm.results.record import Execution
 from farm.results.store import RECORDS_FILE, append_records, new_records
 from farm.scoring.rescore import rescore_records
+from farm.taskset.loader import load_taskset
 from farm.taskset.model import Task
+from farm.taskset.probes import load_catalogue
 
 
 @dataclass
@@ -80,10 +83,13 @@ def pull_run(
     # A tree already pulled is never overwritten: pulling again only adds what the run does not have.
     refused = [] if raw.exists() else pull_tree(device, remote, raw, cfg.pull).refused
     tasks, tasks_from = bundle_tasks(device, prof.resolved_files_dir(), run)
+    if not tasks:
+        tasks, tasks_from = local_tasks(cfg, device, serial, prof, run)
     execution: Execution = "simulated" if profile_name == "sim" else "live"
     ctx = Context(run=run, device=serial, split=split, executor="instrument", execution=execution)
     normalised = normalise_file(raw / "scores.jsonl", ctx, "scores.jsonl")
-    fresh, already = new_records(run_dir / RECORDS_FILE, rescore_records(normalised.records, tasks, raw))
+    scored = rescore_records(normalised.records, tasks, raw, why_unknown=f"not in {tasks_from}")
+    fresh, already = new_records(run_dir / RECORDS_FILE, scored)
     append_records(run_dir / RECORDS_FILE, fresh)
     mf.add_lane(run_dir, mf.LaneEntry(lane="android", outputs=[RECORDS_FILE, str(raw.relative_to(run_dir))]))
     return PullSummary(run_dir, raw, len(fresh), normalised.problems, refused, already, tasks_from)
@@ -99,7 +105,7 @@ def bundle_tasks(device: AdbDevice, files_dir: str, run: str) -> tuple[dict[str,
     try:
         data = json.loads(device.sync.read_bytes(path).decode("utf-8"))
     except (AdbError, OSError, ValueError, UnicodeDecodeError):
-        return {}, f"none ({path} not readable)"
+        return {}, f"no bundle at {path}"
     tasks: dict[str, Task] = {}
     for obj in data.get("tasks", []) if isinstance(data, dict) else []:
         if not isinstance(obj, dict):
@@ -109,4 +115,20 @@ def bundle_tasks(device: AdbDevice, files_dir: str, run: str) -> tuple[dict[str,
         except ValidationError:
             continue
         tasks[task.id] = task
-    return tasks, path
+    return tasks, f"the phone's bundle {path}"
+
+
+def local_tasks(
+    cfg: FarmConfig, device: AdbDevice, serial: str, prof: InstrumentProfile, run: str
+) -> tuple[dict[str, Task], str]:
+    """The local task set resolved on the phone now (a run started without `farm run` has no bundle).
+
+    Probe values are read at pull time, not before the run: the source says so in the summary.
+    """
+    root = Path(cfg.tasks_dir)
+    if not root.is_dir():
+        return {}, f"no bundle and no task set at {root}"
+    facts = PhoneFacts(installed_packages(device), signed_in(device, serial, cfg, prof))
+    resolver = Resolver(device, facts, load_catalogue(None), run=run, allow_irreversible=True)
+    prepared = prepare(resolver, load_taskset(root))
+    return {t.id: t.task for t in prepared.tasks}, f"the task set {root} (resolved at pull time)"

@@ -47,20 +47,24 @@ def host_rescore(record: Record, task: Task, run_dir: Path) -> Record:
     })
 
 
-def unplanned(record: Record) -> Record:
-    """A line for a task the harness never gave this phone: kept, but never counted as the phone says."""
+def unplanned(record: Record, why: str = "was not planned") -> Record:
+    """A line for a task the harness has no definition of: kept, but never counted as the phone says."""
     if record.outcome in ("skipped", "error"):
         return record
     phone = DeviceVerdict(outcome=record.outcome, passed=record.passed, failure_category=record.failure_category)
     return record.model_copy(update={
         "outcome": "error", "passed": False, "failure_category": "infrastructure", "failure_kind": "infrastructure",
-        "device_verdict": phone, "reasons": [f"the phone reported task {record.task_id!r}, which was not planned"],
+        "device_verdict": phone,
+        "reasons": [f"the phone reported task {record.task_id!r}, which {why}: the host cannot score it"],
     })
 
 
-def rescore_records(records: Iterable[Record], tasks: Mapping[str, Task], raw: Path) -> list[Record]:
+def rescore_records(
+    records: Iterable[Record], tasks: Mapping[str, Task], raw: Path, *, why_unknown: str = "was not planned"
+) -> list[Record]:
     """Host verdicts for the records of one pulled tree (`raw/<id>/run/` per task)."""
     return [
-        host_rescore(r, tasks[r.task_id], raw / r.task_id / "run") if r.task_id in tasks else unplanned(r)
+        host_rescore(r, tasks[r.task_id], raw / r.task_id / "run") if r.task_id in tasks
+        else unplanned(r, why_unknown)
         for r in records
     ]

@@ -100,9 +100,13 @@ def test_pull_keeps_good_lines_and_fails_on_a_corrupt_one(virtual_farm, tmp_path
     one_line_error(proc, "scores.jsonl:2")
     lines = (tmp_path / "runs" / "elsewhere" / "records.jsonl").read_text().splitlines()
     recs = [json.loads(ln) for ln in lines]
-    assert [(r["task_id"], r["outcome"]) for r in recs] == [("a", "succeeded"), ("b", "error"), ("c", "succeeded")]
+    # No bundle and no task set here: the host has nothing to score against, so nothing counts as passed.
+    assert [(r["task_id"], r["outcome"]) for r in recs] == [("a", "error"), ("b", "error"), ("c", "error")]
+    assert "the host cannot score it" in recs[0]["reasons"][0]
+    assert recs[0]["device_verdict"]["passed"] is True
     again = farm("pull", "--device", phone.serial, "--run", "elsewhere", cwd=tmp_path)
-    one_line_error(again, "already pulled")
+    one_line_error(again, "scores.jsonl:2")
+    assert (tmp_path / "runs" / "elsewhere" / "records.jsonl").read_text().splitlines() == lines
 
 
 def test_report_on_a_corrupt_record_file_is_a_one_line_error(tmp_path: Path) -> None:

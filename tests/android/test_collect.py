@@ -13,22 +13,54 @@ from tests.helpers.records import score_line, scores_text
 EVAL = "/sdcard/Android/data/dev.agentfarm.simagent/files/eval"
 
 
+def _task_set(root: Path) -> FarmConfig:
+    """A one-task set (`t1`: the answer must say 42) and a config pointing at it."""
+    (root / "read").mkdir(parents=True)
+    task = {"id": "t1", "goal": "只看:告诉我答案", "category": "read", "partition": "tune", "expect": "succeeded",
+            "checks": [{"type": "answer_contains", "text": "42"}]}
+    (root / "read" / "t1.json").write_text(json.dumps(task, ensure_ascii=False), encoding="utf-8")
+    return FarmConfig(tasks_dir=str(root))
+
+
 def test_two_phones_pulled_into_one_run_are_both_in_the_manifest_and_report(virtual_farm, tmp_path: Path) -> None:
     phones = virtual_farm(2)
+    cfg = _task_set(tmp_path / "tasks")
     for n, phone in enumerate(phones):
         tree = phone.state.host_path(f"{EVAL}/nightly")
         (tree / "t1" / "run").mkdir(parents=True)
-        (tree / "scores.jsonl").write_text(scores_text(score_line("t1", passed=n == 0, outcome="succeeded")))
-        (tree / "t1" / "run" / "final.json").write_text('{"answer": "x"}')
+        # Both phones say they failed; the host reads the transcripts: the first answered right.
+        (tree / "scores.jsonl").write_text(scores_text(score_line("t1", passed=False, outcome="failed")))
+        (tree / "t1" / "run" / "final.json").write_text(json.dumps({"answer": "答案是 42" if n == 0 else "不知道"}))
     for phone in phones:
         summary = pull_run(
-            FarmConfig(), serial=phone.serial, run="nightly", split="tune", runs_dir=tmp_path, profile=None
+            cfg, serial=phone.serial, run="nightly", split="tune", runs_dir=tmp_path / "runs", profile=None
         )
         assert summary.records == 1 and not summary.refused
         assert (summary.raw / "t1" / "run" / "final.json").is_file()
+        assert "resolved at pull time" in summary.tasks_from
+    tmp_path = tmp_path / "runs"
     manifest = json.loads((tmp_path / "nightly" / "manifest.json").read_text())
     assert sorted(p["serial"] for p in manifest["phones"]) == sorted(p.serial for p in phones)
     assert {p["agent_version"] for p in manifest["phones"]} == {"0.9.0"}
     md = build_reports([tmp_path / "nightly"])[0].read_text(encoding="utf-8")
     assert "| Pixel 7 #1 | 1 |" in md and "| Pixel 7 #2 | 1 |" in md
     assert "| all | 2 | 1 | 0 | 50.0% |" in md
+
+
+def test_pull_into_a_finished_run_adds_no_unit_twice(virtual_farm, tmp_path: Path) -> None:
+    from farm.android.lane import RunRequest, run
+    from farm.results.store import read_records
+    from tests.helpers.records import write_tasks
+
+    phone = virtual_farm(1)[0]
+    tasks = write_tasks(tmp_path / "tasks")
+    result = run(RunRequest(split="tune", all_phones=True, tasks_dir=tasks, runs_dir=tmp_path / "runs",
+                            show_progress=False, run_id="r1", idle_timeout_s=60))
+    before = read_records(result.run_dir / "records.jsonl")
+    for _ in range(2):
+        summary = pull_run(FarmConfig(tasks_dir=str(tasks)), serial=phone.serial, run="r1", split="all",
+                           runs_dir=tmp_path / "runs", profile="sim")
+        assert summary.records == 0 and summary.already > 0
+        assert summary.tasks_from.startswith("the phone's bundle")
+    after = read_records(result.run_dir / "records.jsonl")
+    assert [r.attempt_key() for r in after] == [r.attempt_key() for r in before]

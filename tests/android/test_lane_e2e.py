@@ -47,7 +47,9 @@ def test_two_phones_report_numbers_equal_a_recomputation_from_raw_scores(virtual
     result = run(_request(tmp_path, run_id="r-two", price_in=1.0, price_out=4.0, price_cached=0.1))
     run_dir = result.run_dir
     md = (run_dir / "report.md").read_text(encoding="utf-8")
-    # Recompute from the pulled raw scores.jsonl of each phone, plus the harness skips.
+    # Recompute from the pulled raw scores.jsonl of each phone, plus the harness skips; the verdict is the
+    # host's (re-scored from the transcript), the phone's own verdict is kept beside it.
+    host = {(r.device, r.task_id): r for r in read_records(run_dir / "records.jsonl")}
     attempted = passed = 0
     per_cat: dict[str, list[int]] = {}
     directory = {"sys-version": "read/system", "calc-add": "read/content", "notes-new": "write",
@@ -64,7 +66,9 @@ def test_two_phones_report_numbers_equal_a_recomputation_from_raw_scores(virtual
         for s in scores:
             if s["outcome"] == "skipped":
                 continue
-            ok = bool(s["passed"]) and s["outcome"] != "error"
+            rec = host[(phone.serial, s["id"])]
+            assert rec.device_verdict is not None and rec.device_verdict.passed == bool(s["passed"])
+            ok = rec.passed
             attempted += 1
             passed += ok
             cat = per_cat.setdefault(directory[s["id"]], [0, 0])
@@ -333,3 +337,16 @@ def test_runner_failing_to_start_the_tasks_names_the_cause(virtual_farm, tmp_pat
     errors = [r for r in result.phones[0].records if r.outcome == "error"]
     assert len(errors) == TUNE - 1
     assert all("initializationError" in r.reasons[0] and "ClassNotFoundException" in r.reasons[0] for r in errors)
+
+
+def test_the_phones_own_pass_without_evidence_is_not_counted(virtual_farm, tmp_path: Path) -> None:
+    virtual_farm(1)
+    result = run(_request(tmp_path, run_id="r-host-verdict"))
+    records = {r.task_id: r for r in read_records(result.run_dir / "records.jsonl")}
+    calc = records["calc-add"]
+    assert calc.device_verdict is not None
+    # The simulated agent's answer never shows the sum, so whatever the phone says, the host fails it.
+    assert not calc.passed and calc.reasons and "answer_regex" in " ".join(calc.reasons)
+    for rec in records.values():
+        if rec.outcome not in ("skipped", "error"):
+            assert rec.device_verdict is not None and rec.end_reason is not None
