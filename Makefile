@@ -5,7 +5,7 @@ FARM   := $(VENV)/bin/farm
 STAMP  := $(VENV)/.installed-stamp
 DEMO_PORT ?= 5137
 
-.PHONY: setup sysdeps demo test lint bench clean
+.PHONY: setup sysdeps demo test fuzz lint bench clean
 
 # adb and chromium are required; a CJK font lets the virtual phone's screenshots show Chinese text.
 SYSPKGS := adb chromium fonts-wqy-microhei
@@ -35,6 +35,11 @@ test: setup
 	$(VENV)/bin/ruff check farm host_agent web_bench tests bench
 	$(VENV)/bin/mypy farm host_agent web_bench
 	$(PY) -m pytest -q -p no:cacheprovider
+
+# Property tests only (hypothesis marks every test it runs with `hypothesis`), with fresh random examples and
+# many more of them than `make test`'s derandomized run; no per-test timeout, since a long search is the point.
+fuzz: setup
+	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -q -p no:cacheprovider -m hypothesis --timeout=0
 
 lint: setup
 	$(VENV)/bin/ruff check farm host_agent web_bench tests bench

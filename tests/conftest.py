@@ -6,8 +6,11 @@ from hypothesis import settings
 
 from tests.helpers.phones import virtual_farm, virtual_phone  # noqa: F401
 
-# Shared 2-core machines stall now and then: a per-example deadline would turn that into a failure.
-# In CI the examples are derandomized, so a run is reproducible from its commit alone.
-settings.register_profile("default", deadline=None)
-settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True)
-settings.load_profile("ci" if os.environ.get("CI") else "default")
+# `make test` and CI run the same derandomized examples, so a run is reproducible from its commit alone and a
+# property test cannot fail on one machine and pass on another. Shared 2-core machines stall now and then: a
+# per-example deadline would turn that into a failure.
+settings.register_profile("deterministic", derandomize=True, deadline=None, print_blob=True)
+# `make fuzz` (HYPOTHESIS_PROFILE=fuzz): fresh random examples on every run and many more of them, to find new
+# counterexamples; a failure prints the blob that replays it with @reproduce_failure.
+settings.register_profile("fuzz", max_examples=2000, deadline=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "deterministic")

@@ -10,9 +10,14 @@ from pydantic import Field
 
 from farm.camel import CamelModel
 from farm.errors import FarmError
+from farm.results.stats import nearest_rank, paired_ratio_bootstrap, wilson
 from web_bench.browser.contract import BACKEND_NAMES
 from web_bench.results import WebRun, read_runs
-from web_bench.stats import geo_ratio, nearest_rank, p90, paired_bootstrap, wilson
+
+# The web lane's bootstrap seed since its first report: keeping it keeps published intervals reproducible.
+_BOOTSTRAP_SEED = 20260601
+# P90 only from at least ten samples (fewer gives false precision).
+_P90_MIN_SAMPLES = 10
 
 
 class TokenTotals(CamelModel):
@@ -142,9 +147,10 @@ def _backend_stats(runs: list[WebRun]) -> BackendStats:
     ttft = [r.timings.ttft_ms for r in wins if r.timings.ttft_ms is not None]
     return BackendStats(
         runs=len(runs), successes=len(wins), success_rate=len(wins) / len(runs) if runs else None,
-        success_rate_ci95=wilson(len(wins), len(runs)),
+        success_rate_ci95=wilson(len(wins), len(runs)).interval,
         infrastructure_errors=sum(1 for r in runs if r.infrastructure_error),
-        p50_completion_ms=nearest_rank(completions, 50), p90_completion_ms=p90(completions),
+        p50_completion_ms=nearest_rank(completions, 50),
+        p90_completion_ms=nearest_rank(completions, 90, min_samples=_P90_MIN_SAMPLES),
         p50_state_reached_ms=nearest_rank(reached, 50), p50_ttft_ms=nearest_rank(ttft, 50),
         failure_penalty_mean_ms=sum(_penalised(r) for r in runs) / len(runs) if runs else None,
         tokens=tokens,
@@ -152,10 +158,8 @@ def _backend_stats(runs: list[WebRun]) -> BackendStats:
 
 
 def _ratio(a: list[float], b: list[float], *, geometric: bool) -> Ratio:
-    if not a:
-        return Ratio(n=0, value=None, ci95=None)
-    value = geo_ratio(a, b) if geometric else (sum(b) / len(b)) / (sum(a) / len(a))
-    return Ratio(n=len(a), value=value, ci95=paired_bootstrap(a, b, geometric=geometric))
+    r = paired_ratio_bootstrap(a, b, geometric=geometric, seed=_BOOTSTRAP_SEED)
+    return Ratio(n=r.n, value=r.ratio, ci95=r.interval)
 
 
 def build_report(runs: list[WebRun], source: str) -> WebReport:

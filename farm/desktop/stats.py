@@ -1,4 +1,5 @@
-"""Batch statistics: counts, rates (null without samples, never 0) and nearest-rank percentiles."""
+"""Batch statistics: counts, rates (null without samples, never 0) and nearest-rank percentiles, computed with
+the primitives every lane shares (farm.results.stats)."""
 
 from __future__ import annotations
 
@@ -8,25 +9,9 @@ from pydantic import BaseModel, ConfigDict
 
 from farm.desktop.batch import Batch, Slot
 from farm.desktop.result import RunResult
+from farm.results.stats import nearest_rank, ratio
 
 Number = int | float
-
-
-def nearest_rank(values: Sequence[Number], percent: int) -> Number | None:
-    """The value at rank ⌈percent/100 · n⌉ of the sorted values (1-based); None when empty."""
-    if not 0 < percent <= 100:
-        raise ValueError("percent must be in 1..100")
-    if not values:
-        return None
-    ordered = sorted(values)
-    # Integer arithmetic keeps ⌈p·n⌉ exact (0.95 · 20 must be rank 19, not 20).
-    rank = max(1, -(-percent * len(ordered) // 100))
-    return ordered[rank - 1]
-
-
-def ratio(numerator: int, denominator: int) -> float | None:
-    """numerator / denominator in 0..1; None when there is nothing to divide by."""
-    return numerator / denominator if denominator > 0 else None
 
 
 class Stats(BaseModel):

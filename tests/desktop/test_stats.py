@@ -1,53 +1,10 @@
-"""Statistics against hand-computed values: nearest rank, null without samples, rates and totals."""
+"""Batch summaries against hand-computed values: null without samples, rates, nearest-rank durations and totals.
+The percentile and rate primitives themselves are tested with the shared module (tests/results/test_stats.py)."""
 
 from __future__ import annotations
 
-import math
-from fractions import Fraction
-
-from hypothesis import given
-from hypothesis import strategies as st
-
-from farm.desktop.stats import nearest_rank, summarise, summarise_batch
+from farm.desktop.stats import summarise, summarise_batch
 from tests.helpers.desktop import batch_with, run
-
-
-def test_nearest_rank_of_nothing_is_none() -> None:
-    assert nearest_rank([], 50) is None
-    assert nearest_rank([], 95) is None
-
-
-def test_nearest_rank_one_sample_is_that_sample() -> None:
-    assert nearest_rank([4200], 50) == 4200
-    assert nearest_rank([4200], 95) == 4200
-
-
-def test_median_of_odd_count_is_the_middle_value() -> None:
-    # n=3: rank ⌈1.5⌉ = 2; n=5: rank ⌈2.5⌉ = 3
-    assert nearest_rank([30, 10, 20], 50) == 20
-    assert nearest_rank([50, 10, 40, 20, 30], 50) == 30
-
-
-def test_median_of_even_count_is_the_lower_middle_value() -> None:
-    # n=4: rank ⌈2⌉ = 2, no averaging of the two middle values
-    assert nearest_rank([40, 10, 30, 20], 50) == 20
-
-
-def test_ties_keep_their_value() -> None:
-    # sorted [5, 5, 5, 7]: P50 rank 2 → 5, P95 rank ⌈3.8⌉ = 4 → 7
-    assert nearest_rank([5, 7, 5, 5], 50) == 5
-    assert nearest_rank([5, 7, 5, 5], 95) == 7
-
-
-def test_small_sample_p95_is_the_maximum() -> None:
-    # n=2: ⌈1.9⌉ = 2; n=10: ⌈9.5⌉ = 10
-    assert nearest_rank([200, 100], 95) == 200
-    assert nearest_rank(list(range(1, 11)), 95) == 10
-
-
-def test_p95_of_twenty_is_rank_nineteen_exactly() -> None:
-    # 0.95 · 20 = 19 exactly; a float ceil must not slip to rank 20
-    assert nearest_rank(list(range(1, 21)), 95) == 19
 
 
 def test_empty_batch_has_null_rates_and_zero_counts() -> None:
@@ -130,13 +87,3 @@ def test_mixed_batch_overall_and_per_task() -> None:
 def test_sub_millisecond_timestamps_give_fractional_ms() -> None:
     result = run(startedAt="2026-02-03T09:00:00.000100Z", endedAt="2026-02-03T09:00:01.000600Z")
     assert result.duration_ms() == 1000.5
-
-
-@given(st.lists(st.integers(min_value=0, max_value=10**6), min_size=1, max_size=60), st.sampled_from([50, 95]))
-def test_nearest_rank_matches_its_definition(values: list[int], percent: int) -> None:
-    # The smallest sample with at least ⌈p·n⌉ samples at or below it.
-    value = nearest_rank(values, percent)
-    needed = math.ceil(Fraction(percent, 100) * len(values))
-    assert value in values
-    assert sum(1 for v in values if v <= value) >= needed
-    assert sum(1 for v in values if v < value) < needed
