@@ -2,12 +2,14 @@
 overhead on the virtual phone (observation + action, model excluded), and uiautomator2 calls with
 and without TCP_NODELAY on its sockets (`host_agent.phone.nodelay_device`).
 
-Prints the expat converter side by side with a plain ElementTree walk, so the ratio is measured in
-one run on one machine.
+Prints the converter side by side with a plain ElementTree walk, so the ratio is measured in one run
+on one machine; then the same dump as devices and tools vary it (references, a single-quoted value,
+nodes in another attribute order), each against the jar layout in the same run.
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 import sys
 import time
@@ -86,6 +88,32 @@ def bench_conversion() -> None:
     print(f"  ratio ours/ElementTree: wall {ours / base:.2f}, cpu {ours_cpu / base_cpu:.2f}")
 
 
+def layout_variants(xml: str) -> dict[str, str]:
+    """The synthetic dump as written by other serializers and devices, same nodes and content."""
+    moved = re.compile(r'<node index="(\d+)" ([^>]*?) ?(/?)>')  # index last: not the jar's order
+    return {
+        "jar layout": xml,
+        "character references": xml.replace(" — ¥", " &#8212; &#xA5;").replace("Item ", "Item&#32;"),
+        "one value single-quoted": xml.replace('text="Item 0 ', 'text=\'"Item" 0 ', 1).replace(
+            '.50" resource-id', ".50' resource-id", 1),
+        "10 nodes in another order": moved.sub(r'<node \2 index="\1" \3>', xml, count=10),
+        "every node in another order": moved.sub(r'<node \2 index="\1" \3>', xml),
+    }
+
+
+def bench_layouts() -> None:
+    xml = synthetic_dump(1000)
+    base = 0.0
+    print("same dump, other layouts (median; ratio to the jar layout in this run):")
+    for label, variant in layout_variants(xml).items():
+        assert observe_xml(variant).text.count("\n") == observe_xml(xml).text.count("\n")
+        for _ in range(10):
+            observe_xml(variant)
+        ms = median_ms(observe_xml, variant, 200, time.thread_time)
+        base = base or ms
+        print(f"  {label:<28} cpu median {ms:6.2f} ms   {ms / base:5.2f}x")
+
+
 def bench_virtual_phone(steps: int = 40) -> None:
     """Observation + action per step on a virtual phone behind a real adb server (no model)."""
     import os
@@ -151,4 +179,5 @@ def bench_nodelay(adb_device: Any, calls: int = 20) -> None:
 
 if __name__ == "__main__":
     bench_conversion()
+    bench_layouts()
     bench_virtual_phone()

@@ -1,17 +1,20 @@
 """Window hierarchy XML → compact text, one line per meaningful node: `[ref] Class "text" desc=… (id) flags`.
 
-The parser is a bare expat handler (no tree is built): a 1000-node dump converts in about a
-millisecond, so reading the screen costs the device round trip, not the harness.
+No tree is built: one regex pass reads every node written in the uiautomator jar's attribute layout,
+and expat reads only what the regex cannot (other layouts, literal line breaks in values). A
+1000-node dump converts in a few milliseconds, so reading the screen costs the device round trip,
+not the harness. Both readers decode character references exactly once and give identical rows.
 """
 
 from __future__ import annotations
 
 import hashlib
-import html
 import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 from xml.parsers import expat
+
+from farm.scoring.visible import visible_texts
 
 _BOUNDS = re.compile(r"\[(-?\d+),(-?\d+)\]\[(-?\d+),(-?\d+)\]")
 MAX_TEXT = 300
@@ -50,7 +53,7 @@ class Observation:
     text: str
     """Compact text: a header line with the foreground app, then one line per node."""
     rows: list[tuple[str, ...]]
-    """Raw fields of the listed nodes, by ref order (ref = index + 1); `nodes` builds UiNodes from them."""
+    """Fields of the listed nodes (values decoded), by ref order (ref = index + 1); `nodes` builds UiNodes."""
     package: str = ""
     """Foreground package."""
     activity: str = ""
@@ -68,6 +71,15 @@ class Observation:
         if self._nodes is None:
             self._nodes = [_to_node(i, row) for i, row in enumerate(self.rows, 1)]
         return self._nodes
+
+    @property
+    def visible_texts(self) -> list[str]:
+        """What a person sees (text and content-desc of the listed nodes), apart from classes, ids and flags.
+
+        The one definition checks use (`farm.scoring.visible`), read back from `text`, so a stored
+        transcript gives the same evidence as the live observation.
+        """
+        return visible_texts(self.text)
 
     @property
     def digest(self) -> str:
@@ -101,20 +113,70 @@ def _quote(value: str) -> str:
     return '"' + flat.replace('"', "'") + '"'
 
 
-# The jar writes attributes in one fixed order (protocol notes §B, "XML"); one C-level findall over
-# the document then yields every node's fields. Any other dump falls back to expat.
-_JAR_NODE = re.compile(
-    r'<node (?:NAF="true" )?index="[^"]*" text="([^"]*)" resource-id="([^"]*)" class="([^"]*)" '
-    r'package="([^"]*)" content-desc="([^"]*)" checkable="(\w+)" checked="(\w+)" clickable="(\w+)" '
-    r'enabled="(\w+)" focusable="\w+" focused="(\w+)" scrollable="(\w+)" long-clickable="(\w+)" '
-    r'password="(\w+)" selected="(\w+)"(?: visible-to-user="(\w+)")? '
-    r'bounds="\[(-?\d+),(-?\d+)\]\[(-?\d+),(-?\d+)\]"'
-)
 _Fields = tuple[str, ...]
+"""One node: text, resource-id, class, package, content-desc, checkable, checked, clickable, enabled,
+focused, scrollable, long-clickable, password, selected, visible-to-user, left, top, right, bottom."""
+
+# A quoted attribute value in either quoting: libxml2-based tools rewrite a value holding `"` in single
+# quotes (`text='say "hi"'`). The lookbehind picks the character class from the opening quote, so the
+# value stays one group; possessive quantifiers leave no way to end a value at a quote inside it.
+# Values with a literal tab or line break are left to expat, which turns them into spaces (XML
+# attribute-value normalization, with CR LF counting as one). No value holds `<` (XML forbids it), so
+# a match never reaches into the next tag.
+_VALUE = r"""["']((?<=")[^"<\t\n\r]*+|(?<=')[^'<\t\n\r]*+)["']"""
+_WORD = r"""["'](\w++)["']"""
+
+# The jar writes attributes in one fixed order (protocol notes §B, "XML"); one C-level findall over
+# the document then yields every node's fields in row order. uiautomator2 adds visible-to-user before
+# bounds and drawing-order, hint, display-id after it; the attributes after bounds are not read, so a
+# node with visible-to-user among them (up to the next `<`, which no value can hold) is left to expat.
+_JAR_PATTERN = (
+    rf"""<node (?:NAF=["']true["'] )?index=["'][^"'<>]*+["'] text={_VALUE} resource-id={_VALUE} """
+    rf"class={_VALUE} package={_VALUE} content-desc={_VALUE} checkable={_WORD} checked={_WORD} "
+    rf"""clickable={_WORD} enabled={_WORD} focusable=["']\w++["'] focused={_WORD} """
+    rf"scrollable={_WORD} long-clickable={_WORD} password={_WORD} selected={_WORD}"
+    rf"(?: visible-to-user={_WORD})? "
+    r"""bounds=["']\[(-?[0-9]++),(-?[0-9]++)\]\[(-?[0-9]++),(-?[0-9]++)\]["'](?![^<]*visible-to-user=)"""
+)
+# Any other `<node` matches the bare second branch, so the n-th row is the n-th `<node` of the document
+# and an all-empty row marks a node the pattern missed (cheaper than counting `<node` in the document).
+_JAR_NODE = re.compile(rf"(?:{_JAR_PATTERN})|<node")
+_MISSED = ("",) * _JAR_NODE.groups
+# A whole start tag in any layout, its attributes in group 1: what a missed node hands to expat.
+_NODE_TAG = re.compile(r"""<node((?:\s++[^\s=/>]++\s*+=\s*+(?:"[^"]*+"|'[^']*+'))*+)\s*+/?>""")
+
+# XML's references: the five predefined entities and decimal / hexadecimal character references (leading
+# zeros allowed; more significant digits than any character has are no reference and stay as written).
+_REF = re.compile(r"&(?:#0*([0-9]{1,7})|#x0*([0-9a-fA-F]{1,6})|(lt|gt|amp|quot|apos));")
+_ENTITY = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _clean(value: str) -> str:
-    return _quote(html.unescape(value) if "&" in value else value)
+def _ref_char(m: re.Match[str]) -> str:
+    if m[3]:
+        return _ENTITY[m[3]]
+    code = int(m[1]) if m[1] else int(m[2], 16)
+    if 0xD800 <= code <= 0xDFFF:
+        return chr(code)  # half of a pair some serializers write for one emoji: joined in `_decode`
+    if code in (0x9, 0xA, 0xD) or 0x20 <= code <= 0xFFFD or 0x10000 <= code <= 0x10FFFF:
+        return chr(code)
+    return "\ufffd"  # not an XML character (expat rejects the document): never let it into the text
+
+
+def _decode(value: str) -> str:
+    """Decode the references of one attribute value as written in the file (what expat does)."""
+    if "&" not in value:
+        return value
+    out = _REF.sub(_ref_char, value)
+    if _SURROGATE.search(out):
+        # Pairs become the character they encode; a lone half becomes U+FFFD (text must stay encodable).
+        out = out.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return out
+
+
+def _decode_row(row: _Fields) -> _Fields:
+    # Only the five string values can hold a reference: flags and bounds are words and digits.
+    return (_decode(row[0]), _decode(row[1]), _decode(row[2]), _decode(row[3]), _decode(row[4]), *row[5:])
 
 
 def _flags(clickable: str, long_click: str, scrollable: str, editable: bool, checkable: str, checked: str,
@@ -164,9 +226,9 @@ def _rows_to_lines(rows: list[_Fields]) -> tuple[list[_Fields], list[str]]:
             short = short_class[cls] = cls.rsplit(".", 1)[-1] or "View"
         line = f"[{len(kept)}] {short}"
         if text:
-            line += ' "' + text + '"' if _plain(text) else " " + _clean(text)
+            line += ' "' + text + '"' if _plain(text) else " " + _quote(text)
         if desc and desc != text:
-            line += ' desc="' + desc + '"' if _plain(desc) else " desc=" + _clean(desc)
+            line += ' desc="' + desc + '"' if _plain(desc) else " desc=" + _quote(desc)
         if rid:
             sid = short_id.get(rid)
             if sid is None:
@@ -181,29 +243,23 @@ def _rows_to_lines(rows: list[_Fields]) -> tuple[list[_Fields], list[str]]:
     return kept, lines
 
 
-# Text that can go into a line as is: no entity to decode, no line break, not too long.
-_PLAIN = re.compile(rf'[^&\n\r\t"]{{1,{MAX_TEXT}}}').fullmatch
-
-
 def _plain(value: str) -> bool:
-    # Exactly the values `_quote` would leave unchanged, so both parsers render the same line.
-    return _PLAIN(value) is not None and value.isprintable() and "  " not in value
+    # Exactly the values `_quote` would leave unchanged (no quote, printable, no double space, short).
+    return '"' not in value and len(value) <= MAX_TEXT and value.isprintable() and "  " not in value
 
 
 def _to_node(ref: int, row: _Fields) -> UiNode:
     (text, rid, cls, _pkg, desc, _ck, _cd, clickable, _en, _fo, scrollable, *_rest) = row
     box = (int(row[15]), int(row[16]), int(row[17]), int(row[18]))
-    return UiNode(
-        ref, cls, html.unescape(text) if "&" in text else text, html.unescape(desc) if "&" in desc else desc,
-        rid, box, clickable == "true", scrollable == "true", cls.endswith("EditText"),
-    )
+    return UiNode(ref, cls, text, desc, rid, box, clickable == "true", scrollable == "true", cls.endswith("EditText"))
 
 
-_FLAG_KEYS = ("checkable", "checked", "clickable", "enabled", "focused", "scrollable", "long-clickable",
-              "password", "selected", "visible-to-user")
+_KEYS = ("text", "resource-id", "class", "package", "content-desc", "checkable", "checked", "clickable", "enabled",
+         "focused", "scrollable", "long-clickable", "password", "selected", "visible-to-user")
 
 
-def _expat_fields(xml: str | bytes) -> tuple[list[_Fields], str]:
+def _expat_fields(xml: str | bytes) -> list[_Fields]:
+    """Every node's fields, read by expat (any attribute order, quoting and spacing; decodes values)."""
     rows: list[_Fields] = []
 
     def start(name: str, a: dict[str, str]) -> None:
@@ -211,31 +267,76 @@ def _expat_fields(xml: str | bytes) -> tuple[list[_Fields], str]:
             return
         m = _BOUNDS.match(a.get("bounds", ""))
         box = (m[1], m[2], m[3], m[4]) if m else ("0", "0", "0", "0")
-        flags = tuple(a.get(k, "") for k in _FLAG_KEYS)
-        rows.append((a.get("text", ""), a.get("resource-id", ""), a.get("class", ""), a.get("package", ""),
-                     a.get("content-desc", ""), *flags[:4], *flags[4:], *box))
+        rows.append((*(a.get(k, "") for k in _KEYS), *box))
 
     parser = expat.ParserCreate()
     parser.StartElementHandler = start
     parser.Parse(xml, True)
-    return rows, rows[0][3] if rows else ""
+    return rows
+
+
+def _decoded(rows: list[_Fields], text: str) -> list[_Fields]:
+    if "&" not in text:  # most screens have no reference at all: one scan of the document spares the loop
+        return rows
+    return [_decode_row(r) if "&" in r[0] or "&" in r[4] or "&" in r[1] or "&" in r[2] or "&" in r[3] else r
+            for r in rows]
+
+
+def _regex_fields(text: str) -> list[_Fields] | None:
+    """Every node's fields when the jar pattern reads all of them (the usual dump), else None."""
+    rows: list[_Fields] = _JAR_NODE.findall(text)
+    return None if _MISSED in rows else _decoded(rows, text)
+
+
+def _mixed_fields(text: str, rows: list[_Fields] | None = None) -> list[_Fields] | None:
+    """Every node's fields: the jar pattern's rows (`rows` when already found), expat for the nodes it missed.
+
+    None when a missed `<node` is no start tag that can be cut out (the whole document then goes to expat).
+    """
+    if rows is None:
+        rows = _JAR_NODE.findall(text)
+    missed = [i for i, row in enumerate(rows) if not row[15]]  # bounds are never empty in a read row
+    tags: list[str] = []
+    at, seen = -1, -1
+    for i in missed:
+        while seen < i:  # the i-th `<node` of the document
+            at, seen = text.find("<node", at + 1), seen + 1
+        tag = _NODE_TAG.match(text, at)
+        if tag is None:
+            return None
+        tags.append(f"<node{tag[1]}/>")
+    out = list(_decoded(rows, text))  # a copy: the caller's rows stay as found
+    # One parser for all the missed tags, each made an empty element of one small document.
+    for i, row in zip(missed, _expat_fields(f"<r>{''.join(tags)}</r>"), strict=True):
+        out[i] = row
+    return out
+
+
+def _fields(xml: str | bytes) -> list[_Fields]:
+    text = xml.decode("utf-8") if isinstance(xml, bytes) else xml
+    rows: list[_Fields] = _JAR_NODE.findall(text)
+    if _MISSED not in rows:
+        return _decoded(rows, text)
+    # Nodes in another layout go to expat alone; past about half the nodes, one expat pass over the
+    # document costs less than cutting out every tag (bench/bench_observation.py measures both).
+    mixed = _mixed_fields(text, rows) if rows.count(_MISSED) * 2 <= len(rows) else None
+    return _expat_fields(xml) if mixed is None else mixed
 
 
 def hierarchy_rows(xml: str | bytes) -> tuple[list[_Fields], list[str], str]:
     """Parse a uiautomator dump: (meaningful node rows, their text lines, package of the first node)."""
-    text = xml.decode("utf-8") if isinstance(xml, bytes) else xml
-    rows: list[_Fields] = _JAR_NODE.findall(text)
-    if len(rows) != text.count("<node "):
-        rows, package = _expat_fields(xml)
-    else:
-        package = rows[0][3] if rows else ""
+    rows = _fields(xml)
     kept, lines = _rows_to_lines(rows)
-    return kept, lines, package
+    return kept, lines, rows[0][3] if rows else ""
+
+
+def _observation(rows: list[_Fields], package: str, activity: str) -> Observation:
+    kept, lines = _rows_to_lines(rows)
+    package = package or (rows[0][3] if rows else "")
+    header = f"app: {package}/{activity}" if activity else f"app: {package}"
+    return Observation(text="\n".join([header, *lines]), rows=kept, package=package, activity=activity)
 
 
 def observe_xml(xml: str | bytes, *, package: str = "", activity: str = "") -> Observation:
     """Build an observation from a hierarchy dump and the foreground app."""
-    rows, lines, first_package = hierarchy_rows(xml)
-    package = package or first_package
-    header = f"app: {package}/{activity}" if activity else f"app: {package}"
-    return Observation(text="\n".join([header, *lines]), rows=rows, package=package, activity=activity)
+    return _observation(_fields(xml), package, activity)
