@@ -1,4 +1,4 @@
-"""Live progress: one rich bar per phone (current task, done/total, pass/fail so far)."""
+"""Live progress: one rich bar per phone (current task, done/total, and the labelled counts so far)."""
 
 from __future__ import annotations
 
@@ -14,26 +14,34 @@ if TYPE_CHECKING:
 class PhoneProgress:
     """ProgressSink of one phone, drawing into a shared rich Progress."""
 
-    def __init__(self, progress: Progress | None, label: str, total: int) -> None:
+    def __init__(self, progress: Progress | None, label: str, total: int, *, skipped: int = 0) -> None:
+        """`total` tasks to run; `skipped` more were selected but skipped before running (they count as done),
+        so the bar's total is the phone's planned units, as in the summary after the run."""
         self._progress = progress
         self._lock = threading.Lock()
         self.label = label
-        self.done = 0
+        self.done = skipped
         self.passed = 0
         self.failed = 0
+        self.skipped = skipped
+        self.errors = 0
         self.current = ""
         self.notes: list[str] = []
         self._task: TaskID | None = (
-            progress.add_task(label, total=max(total, 1), status="waiting") if progress is not None else None
+            progress.add_task(label, total=max(total + skipped, 1), status="waiting") if progress is not None else None
         )
 
     def _draw(self) -> None:
         if self._progress is None or self._task is None:
             return
-        status = f"pass {self.passed} · fail {self.failed}" + (f" · {self.current}" if self.current else "")
+        status = self.counts() + (f" · {self.current}" if self.current else "")
         if self.notes:
             status += f" · {self.notes[-1]}"
         self._progress.update(self._task, completed=self.done, status=status)
+
+    def counts(self) -> str:
+        """`passed P · failed F · skipped S · errors E`: the same labels as the summary after the run."""
+        return f"passed {self.passed} · failed {self.failed} · skipped {self.skipped} · errors {self.errors}"
 
     def task_started(self, task_id: str) -> None:
         """A task began."""
@@ -47,8 +55,14 @@ class PhoneProgress:
             self.done += 1
             if status == "passed":
                 self.passed += 1
-            elif status in ("failed", "incomplete"):
+            elif status == "failed":
                 self.failed += 1
+            elif status == "incomplete":
+                # A test that never ended becomes an infrastructure-error record, not an agent failure.
+                self.errors += 1
+            else:
+                # ignored / assumption_failure: the task did not run (e.g. no script for it).
+                self.skipped += 1
             self.current = ""
             self._draw()
 

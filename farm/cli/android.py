@@ -90,16 +90,16 @@ def run(
             api_key_env=api_key_env, reasoning_effort=reasoning_effort, screenshots=screenshots,
             scripts_dir=scripts_dir,
         )
+    from rich.console import Console
+
+    from farm.results.headline import headline, headline_text
+
     result = run_lane(req)
     for h in result.left_out:
         print(f"left out {h.serial}: {h.reason}", file=sys.stderr)
+    out = Console(highlight=False, soft_wrap=True)
     for phone in result.phones:
-        counts: dict[str, int] = {}
-        for r in phone.records:
-            counts[r.outcome] = counts.get(r.outcome, 0) + 1
-        passed = sum(r.passed for r in phone.records)
-        line = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-        print(f"{phone.label}: {passed} passed; {line}")
+        out.print(f"{phone.label}: {headline_text(headline(phone.records, phone.label))}", markup=False)
         if phone.outcome and phone.outcome.infrastructure_error:
             print(f"{phone.label}: infrastructure: {phone.outcome.infrastructure_error}", file=sys.stderr)
         if phone.outcome and phone.outcome.pull_refused:
@@ -162,7 +162,9 @@ def pull(
     )
     for entry in summary.refused:
         print(f"refused {entry}", file=sys.stderr)
-    print(f"{summary.records} records → {summary.run_dir / 'records.jsonl'}")
+    already = f" ({summary.already} already in the run)" if summary.already else ""
+    print(f"{summary.records} new records{already} → {summary.run_dir / 'records.jsonl'}")
+    print(f"scored by the host against {summary.tasks_from}")
     print(f"raw: {summary.raw}")
     if summary.problems:
         raise FarmError(

@@ -18,8 +18,15 @@ def report(
     from farm.report.build import build_reports, resolve_run_dir
 
     dirs = [resolve_run_dir(r, runs_dir) for r in runs]
-    for path in build_reports(dirs, include_holdout=include_holdout, overrides=overrides, out_dir=out):
+    for path in build_reports(dirs, include_holdout=include_holdout, overrides=overrides, out_dir=out,
+                              on_warning=_warn):
         print(path)
+
+
+def _warn(text: str) -> None:
+    from farm.cli import err_console
+
+    err_console.print(f"warning: {text}", markup=False)
 
 
 def query(
@@ -33,8 +40,12 @@ def query(
 
     from farm.report.build import resolve_run_dir
     from farm.results import duck
+    from farm.results.damage import damage_text
 
     dirs = [resolve_run_dir(r, runs_dir) for r in run] if run else duck.run_dirs_under(runs_dir)
+    for path, damage in duck.damaged_lines(dirs):
+        for line in damage_text(path, damage):
+            _warn(line)
     con = duck.connect(dirs)
     names, rows = duck.query(con, sql)
     table = Table(*names)

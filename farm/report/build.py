@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from farm.errors import FarmError
@@ -36,11 +36,18 @@ def build_reports(
     include_holdout: bool = False,
     overrides: Sequence[Path] = (),
     out_dir: Path | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> list[Path]:
-    """Aggregate one run (or compare two) and write report.md, report.html, junit.xml, scores.csv."""
+    """Aggregate one run (or compare two) and write report.md, report.html, junit.xml, scores.csv.
+
+    Warnings the reports carry (damaged record lines that were skipped) also go to `on_warning`.
+    """
     if not run_dirs:
         raise FarmError("report: no run given", hint="farm report RUN [RUN]")
     if len(run_dirs) > 2:
         raise FarmError("report: at most two runs can be compared", hint="farm report RUN_A RUN_B")
     agg = aggregate(run_dirs, include_holdout=include_holdout, overrides_files=overrides)
+    if on_warning is not None:
+        for warning in agg.data.warnings:
+            on_warning(warning)
     return write_reports(agg, out_dir or default_out_dir(run_dirs))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from farm.report.model import RateRow, ReportData, SumRow
+from farm.report.model import CountRow, OverrideRow, RateRow, ReportData, SumRow
+from farm.results.headline import headline_text
 
 
 def pct(value: float | None) -> str:
@@ -17,17 +18,50 @@ def num(value: float | None, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
 
+def _verdict(passed: bool) -> str:
+    return "pass" if passed else "fail"
+
+
 def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
 def rate_table(rows: list[RateRow], head: str) -> list[str]:
-    """A rate table: group, attempted, passed, errors, rate, Wilson 95 % CI."""
-    out = [f"| {head} | attempted | passed | errors | rate | 95% CI (Wilson) |", "|---|---:|---:|---:|---:|---|"]
+    """A rate table: group, attempted, passed, errors, rate, Wilson 95 % CI, then planned and skipped."""
+    out = [
+        f"| {head} | attempted | passed | errors | rate | 95% CI (Wilson) | planned | skipped |",
+        "|---|---:|---:|---:|---:|---|---:|---:|",
+    ]
     for r in rows:
         ci = "–" if r.low is None else f"{pct(r.low)} – {pct(r.high)}"
-        out.append(f"| {_cell(r.key)} | {r.attempted} | {r.passed} | {r.errors} | {pct(r.rate)} | {ci} |")
+        out.append(
+            f"| {_cell(r.key)} | {r.attempted} | {r.passed} | {r.errors} | {pct(r.rate)} | {ci} | {r.planned}"
+            f" | {r.skipped} |"
+        )
     return out
+
+
+def counts_text(rows: list[CountRow], unrecorded: int = 0) -> str:
+    """`max_steps 3, timeout 1` (most frequent first), with `not recorded N` when some did not say."""
+    return ", ".join([f"{c.key} {c.count}" for c in rows] + ([f"not recorded {unrecorded}"] if unrecorded else []))
+
+
+def headline_notes(data: ReportData) -> list[str]:
+    """The lines under the headline: disagreements between phone and host, and why non-passes ended."""
+    out = []
+    if data.disagreements_total:
+        n = data.disagreements_total
+        out.append(f"Phone and host disagree on {n} attempt{'' if n == 1 else 's'} (listed below).")
+    if data.end_reasons:
+        out.append(f"Not passed, ended by: {counts_text(data.end_reasons, data.end_reason_unrecorded)}.")
+    return out
+
+
+def category_change(o: OverrideRow) -> str:
+    """`route → perception`, or the one category when unchanged (empty when there is none)."""
+    if o.category_from == o.category_to:
+        return o.category_from
+    return f"{o.category_from or 'none'} → {o.category_to or 'none'}"
 
 
 def _sum_line(row: SumRow, digits: int = 0) -> str:
@@ -52,6 +86,11 @@ def render_markdown(data: ReportData) -> str:
         "Rates: passed / attempted; skipped tasks are not attempted; infrastructure errors stay in the"
         " denominator and are counted apart."
     )
+    for warning in data.warnings:
+        lines += ["", f"**Warning:** {_cell(warning)}"]
+    lines += ["", "## Headline", "", headline_text(data.overall)]
+    if notes := headline_notes(data):
+        lines += ["", *notes]
     lines += ["", "## Overall", "", *rate_table([data.overall], "group"), ""]
     lines += ["## By category", "", *rate_table(data.by_category, "category"), ""]
     lines += ["## By partition", "", *rate_table(data.by_partition, "partition"), ""]
@@ -61,21 +100,37 @@ def render_markdown(data: ReportData) -> str:
     lines += [f"| {o.key} | {o.count} |" for o in data.outcomes]
     lines += ["", f"Infrastructure errors: {data.infrastructure_errors}", ""]
     lines += [f"## Skipped ({data.skipped_total})", "", "| task | phone | reason |", "|---|---|---|"]
-    lines += [f"| {s.task_id} | {_cell(s.device)} | {_cell(s.reason)} |" for s in data.skipped]
+    lines += [f"| {_cell(data.unit(s.task_id, s.instance, s.repeat))} | {_cell(s.device)} | {_cell(s.reason)} |"
+              for s in data.skipped]
     if data.skipped_total > len(data.skipped):
         lines.append(f"\n… {data.skipped_total - len(data.skipped)} more skipped attempts not listed.")
     login_total = max(data.login_handover_total, len(data.login_handover))
     lines += ["", f"## 交给用户:login ({login_total}) — not counted as success", ""]
     lines += ["| task | phone | reason |", "|---|---|---|"]
-    lines += [f"| {s.task_id} | {_cell(s.device)} | {_cell(s.reason)} |" for s in data.login_handover]
+    lines += [f"| {_cell(data.unit(s.task_id, s.instance, s.repeat))} | {_cell(s.device)} | {_cell(s.reason)} |"
+              for s in data.login_handover]
     if login_total > len(data.login_handover):
         lines.append(f"\n… {login_total - len(data.login_handover)} more login hand-overs not listed (see scores.csv).")
     lines += ["", "## Failure categories", "", "| failure category | count |", "|---|---:|"]
     lines += [f"| {_cell(c.key)} | {c.count} |" for c in data.failure_categories]
+    lines += ["", f"## Phone and host disagree ({data.disagreements_total})", ""]
+    if data.disagreements:
+        lines += ["| task | phone | phone said | host said | host's reason |", "|---|---|---|---|---|"]
+        lines += [
+            f"| {_cell(data.unit(d.task_id, d.instance, d.repeat))} | {_cell(d.device)}"
+            f" | {_cell(d.phone_outcome)} / {_verdict(d.phone_passed)} | {d.host_outcome} / {_verdict(d.host_passed)}"
+            f" | {_cell(d.reason)} |"
+            for d in data.disagreements
+        ]
+        if data.disagreements_total > len(data.disagreements):
+            lines.append(f"\n… {data.disagreements_total - len(data.disagreements)} more not listed.")
+    else:
+        lines.append("None: every re-scored attempt got the phone's verdict.")
     lines += ["", f"## Not passed ({data.failures_total})", ""]
     lines += ["| task | phone | outcome | failure category | reason |", "|---|---|---|---|---|"]
     lines += [
-        f"| {t.task_id} | {_cell(t.device)} | {t.outcome} | {_cell(t.failure_category)} | {_cell(t.reason)} |"
+        f"| {_cell(data.unit(t.task_id, t.instance, t.repeat))} | {_cell(t.device)} | {t.outcome}"
+        f" | {_cell(t.failure_category)} | {_cell(t.reason)} |"
         for t in data.failures
     ]
     if data.failures_total > len(data.failures):
@@ -86,16 +141,19 @@ def render_markdown(data: ReportData) -> str:
     lines += ["", "Time split (ms):", "", "| part | total | known | unknown | share |", "|---|---:|---:|---:|---:|"]
     for r in data.time_split:
         share = pct(r.total / known_total) if r.total is not None and known_total else "–"
-        lines.append(f"{_sum_line(r)[:-1]} {share} |")
+        lines.append(f"{_sum_line(r)} {share} |")
     lines += ["", "## Tokens and cost", "", "| item | total | known | unknown |", "|---|---:|---:|---:|"]
     lines += [_sum_line(t) for t in data.tokens]
     lines.append(_sum_line(data.cost, 4))
     lines += ["", "## 人工改判", ""]
     if data.overrides:
-        lines += ["| run | task | phone | initial | final | applied | note | evidence |", "|---" * 8 + "|"]
         lines += [
-            f"| {o.run} | {o.task_id} | {_cell(o.device)} | {o.initial} | {o.final} | {'yes' if o.applied else 'no'}"
-            f" | {_cell(o.note)} | {_cell(o.evidence)} |"
+            "| run | task | phone | initial | final | failure category | applied | note | evidence |", "|---" * 9 + "|"
+        ]
+        lines += [
+            f"| {o.run} | {_cell(data.unit(o.task_id, o.instance, o.repeat))} | {_cell(o.device)} | {o.initial}"
+            f" | {o.final} | {_cell(category_change(o))} | {'yes' if o.applied else 'no'} | {_cell(o.note)}"
+            f" | {_cell(o.evidence)} |"
             for o in data.overrides
         ]
     else:

@@ -14,6 +14,10 @@ class RateRow(_M):
 
     key: str
     """Group value (category name, device label…)."""
+    planned: int
+    """Units selected (skips included)."""
+    skipped: int
+    """Units not attempted (planned − attempted)."""
     attempted: int
     """Attempts that ran (skips excluded, infrastructure errors included)."""
     passed: int
@@ -46,6 +50,10 @@ class SkipRow(_M):
     """Device label."""
     reason: str
     """Why it was skipped."""
+    instance: str = ""
+    """Task instance (the web lane's data seed)."""
+    repeat: int = 1
+    """Repeat index."""
 
 
 class TaskRow(_M):
@@ -57,6 +65,10 @@ class TaskRow(_M):
     """Task id."""
     device: str
     """Device label."""
+    instance: str
+    """Task instance (the web lane's data seed); empty when a task has one."""
+    repeat: int
+    """Repeat index."""
     category: str
     """Category."""
     partition: str
@@ -112,16 +124,49 @@ class OverrideRow(_M):
     """Task id."""
     device: str
     """Device label."""
+    instance: str = ""
+    """Task instance."""
+    repeat: int = 1
+    """Repeat index."""
     initial: str
     """Initial verdict (pass/fail)."""
     final: str
-    """Requested verdict."""
+    """Final verdict (the requested one when applied)."""
+    category_from: str = ""
+    """Failure category before re-judgement (empty: none)."""
+    category_to: str = ""
+    """Failure category after it (the requested one when applied)."""
     evidence: str
     """Quoted evidence."""
     applied: bool
     """Applied (True) or refused."""
     note: str
     """Why it was refused, or where it came from."""
+
+
+class DisagreementRow(_M):
+    """An attempt the phone's own scorer judged differently from the host."""
+
+    run: str
+    """Run id."""
+    task_id: str
+    """Task id."""
+    instance: str
+    """Task instance."""
+    repeat: int
+    """Repeat index."""
+    device: str
+    """Device label."""
+    phone_outcome: str
+    """Outcome the phone reported."""
+    phone_passed: bool
+    """Verdict the phone reported."""
+    host_outcome: str
+    """Outcome the host scored."""
+    host_passed: bool
+    """Verdict the host scored (before human re-judgement)."""
+    reason: str
+    """The host's first reason, shortened."""
 
 
 class MarkerRow(_M):
@@ -229,3 +274,27 @@ class ReportData(_M):
     """All attempts that did not pass."""
     comparison: Comparison | None = None
     """Two-run paired comparison."""
+    warnings: list[str] = Field(default_factory=list)
+    """Damaged record lines that were skipped (`file:line: …`)."""
+    disagreements: list[DisagreementRow] = Field(default_factory=list)
+    """Attempts where the phone's verdict differs from the host's (first rows)."""
+    disagreements_total: int = 0
+    """All such attempts."""
+    end_reasons: list[CountRow] = Field(default_factory=list)
+    """Why attempts that did not pass ended (max_steps, timeout…), most frequent first; unrecorded ones apart."""
+    end_reason_unrecorded: int = 0
+    """Attempts that did not pass and did not say why they ended."""
+    instances: bool = False
+    """Some unit has a task instance: unit names show it."""
+    repeats: bool = False
+    """Some unit is a repeat beyond the first: unit names show the repeat index."""
+
+    def unit(self, task_id: str, instance: str, repeat: int) -> str:
+        """A unit's name in tables: the task id, with instance and repeat when the report has them."""
+        return unit_name(task_id, instance, repeat, instances=self.instances, repeats=self.repeats)
+
+
+def unit_name(task_id: str, instance: str, repeat: int, *, instances: bool, repeats: bool) -> str:
+    """`task`, `task [instance 3]`, `task [repeat 2]` or `task [instance 3, repeat 2]`."""
+    parts = ([f"instance {instance}"] if instances and instance else []) + ([f"repeat {repeat}"] if repeats else [])
+    return f"{task_id} [{', '.join(parts)}]" if parts else task_id

@@ -10,16 +10,19 @@ from xml.sax.saxutils import quoteattr
 from farm.errors import FarmError
 from farm.fsutil import create_new_text
 from farm.report.charts import rate_chart
-from farm.report.markdown import num, pct, render_markdown
+from farm.report.markdown import category_change, headline_notes, num, pct, render_markdown
 from farm.report.model import ReportData
 from farm.results.aggregate import Aggregation
 from farm.results.duck import sql_str
+from farm.results.headline import headline_text
 
 REPORT_FILES = ("report.md", "report.html", "junit.xml", "scores.csv")
 CSV_HEADER = (
-    "run", "task_id", "device", "category", "partition", "expect", "outcome",
+    "run", "task_id", "device", "instance", "repeat", "category", "partition", "expect", "outcome",
     "initial_verdict", "final_verdict", "reason", "failure_category", "seconds",
 )
+"""scores.csv columns. A verdict is pass, fail, skipped (not attempted) or error (infrastructure): counting
+final_verdict gives the headline — planned = rows, skipped, errors, passed = pass, attempted = rows − skipped."""
 
 
 def render_html(data: ReportData) -> str:
@@ -33,7 +36,10 @@ def render_html(data: ReportData) -> str:
         lstrip_blocks=True,
     )
     charts = {"category": rate_chart(data.by_category), "device": rate_chart(data.by_device)}
-    return env.get_template("report.html.j2").render(d=data, charts=charts, pct=pct, num=num)
+    return env.get_template("report.html.j2").render(
+        d=data, charts=charts, pct=pct, num=num, headline=headline_text(data.overall), notes=headline_notes(data),
+        category_change=category_change,
+    )
 
 
 _SETUP = r"""
@@ -46,16 +52,35 @@ CREATE OR REPLACE TEMP MACRO xesc(s) AS CASE WHEN regexp_matches(coalesce(s, '')
 """
 
 
+def _verdict(column: str) -> str:
+    # A skip was never attempted and an infrastructure error has no agent verdict: neither is a "fail".
+    return (f"CASE WHEN s.outcome = 'skipped' THEN 'skipped' WHEN s.outcome = 'error' THEN 'error'"
+            f" WHEN s.{column} THEN 'pass' ELSE 'fail' END")
+
+
+def _unit_name(agg: Aggregation) -> str:
+    """SQL for `ReportData.unit` over `s`: the task id, with instance and repeat when the report has them."""
+    parts = []
+    if agg.data.instances:
+        parts.append("CASE WHEN s.instance <> '' THEN 'instance ' || s.instance END")
+    if agg.data.repeats:
+        parts.append("'repeat ' || s.repeat")
+    if not parts:
+        return "s.task_id"
+    joined = f"concat_ws(', ', {', '.join(parts)})"
+    return f"CASE WHEN {joined} = '' THEN s.task_id ELSE concat(s.task_id, ' [', {joined}, ']') END"
+
+
 def _rows(agg: Aggregation) -> str:
     """Per-attempt report columns over `shown` (device labels, verdict words, short reasons, seconds)."""
     return f"""
-SELECT s.run, s.task_id, {agg.label_sql("s.device")} AS device, coalesce(s.category, '') AS category,
+SELECT s.run, s.task_id, {agg.label_sql("s.device")} AS device, s.instance, s.repeat,
+       coalesce(s.category, '') AS category,
        coalesce(s.partition, '') AS partition, coalesce(s.expect, '') AS expect, s.outcome,
-       CASE WHEN s.initial THEN 'pass' ELSE 'fail' END AS initial_verdict,
-       CASE WHEN s.final THEN 'pass' ELSE 'fail' END AS final_verdict,
+       {_verdict("initial")} AS initial_verdict, {_verdict("final")} AS final_verdict,
        short_text(s.reason) AS reason, coalesce(s.failure_category, '') AS failure_category,
        CASE WHEN s.total_ms IS NULL THEN '' ELSE printf('%.3f', s.total_ms / 1000.0) END AS seconds,
-       s.final AS final_bool, s.device AS serial, s.pos
+       s.final AS final_bool, s.device AS serial, s.pos, s.lane, {_unit_name(agg)} AS unit
 FROM shown s
 """
 
@@ -80,7 +105,8 @@ def _copy_new(agg: Aggregation, select: str, path: Path, options: str) -> None:
 
 
 def write_csv(agg: Aggregation, path: Path) -> None:
-    """scores.csv, one row per task × phone, with a UTF-8 BOM so spreadsheet apps read it right."""
+    """scores.csv, one row per unit (task × phone × instance × repeat), with a UTF-8 BOM so spreadsheet apps
+    read it right."""
     agg.con.execute(_SETUP)
     # The BOM rides on the first header name, so DuckDB writes the whole file in one pass.
     cols = ", ".join(f'{c} AS "\ufeff{c}"' if i == 0 else c for i, c in enumerate(CSV_HEADER))
@@ -99,9 +125,9 @@ def _cases(agg: Aggregation) -> str:
     """One `<testcase>` line per attempt."""
     return f"""
 WITH r AS ({_rows(agg)})
-SELECT run, serial, task_id, pos,
-  concat('  <testcase classname="', xesc('android.' || coalesce(nullif(category, ''), 'task')), '" name="',
-    xesc(task_id), '"', CASE WHEN seconds = '' THEN '' ELSE concat(' time="', seconds, '"') END,
+SELECT run, serial, task_id, instance, repeat, lane, pos,
+  concat('  <testcase classname="', xesc(lane || '.' || coalesce(nullif(category, ''), 'task')), '" name="',
+    xesc(unit), '"', CASE WHEN seconds = '' THEN '' ELSE concat(' time="', seconds, '"') END,
     CASE
       WHEN outcome = 'skipped' THEN concat('><skipped message="', xesc(coalesce(nullif(reason, ''), outcome)),
         '"/></testcase>')
@@ -116,7 +142,11 @@ FROM r
 
 
 def write_junit(agg: Aggregation, path: Path) -> None:
-    """junit.xml: one testsuite per run × phone, one testcase per task; skipped/failure/error with reasons."""
+    """junit.xml: one testsuite per run × phone, one testcase per unit; skipped/failure/error with reasons.
+
+    The root carries the headline: its name in words, and tests (planned), skipped, errors and failures
+    (attempted − errors − passed) as attributes.
+    """
     agg.con.execute(_SETUP)
     suites = agg.con.execute(
         "SELECT run, serial, any_value(device), count(*), count(*) FILTER (WHERE outcome = 'skipped'),"
@@ -130,7 +160,12 @@ def write_junit(agg: Aggregation, path: Path) -> None:
          f' errors="{errors}" skipped="{skipped}" time="{seconds:.3f}">', first, last)
         for run, serial, label, total, skipped, errors, failures, seconds, first, last in suites
     ]
-    xml_head = '<?xml version="1.0" encoding="UTF-8"?>' + chr(10) + "<testsuites>"
+    o = agg.data.overall
+    title = f"{', '.join(agg.data.runs)}: {headline_text(o)}"
+    xml_head = '<?xml version="1.0" encoding="UTF-8"?>' + chr(10) + (
+        f"<testsuites name={quoteattr(title)} tests=\"{o.planned}\" failures=\"{o.attempted - o.errors - o.passed}\""
+        f' errors="{o.errors}" skipped="{o.skipped}">'
+    )
     xml_tail = "</testsuites>"
     if not heads:
         create_new_text(path, f"{xml_head}\n{xml_tail}\n", what="report")
@@ -162,16 +197,16 @@ def _sorted_lines(agg: Aggregation, heads: list[tuple[str, str, str]], xml_head:
     agg.con.execute("CREATE OR REPLACE TEMP TABLE junit_heads (run VARCHAR, serial VARCHAR, line VARCHAR)")
     if heads:
         agg.con.executemany("INSERT INTO junit_heads VALUES (?, ?, ?)", heads)
-    # Within a suite, `pos` is task order when the rows come from one sorted source.
-    within = "pos" if agg.ordered else "task_id"
+    # Within a suite, `pos` is unit order when the rows come from one sorted source.
+    within = "pos" if agg.ordered else "struct_pack(t := task_id, i := instance, r := repeat, l := lane)"
     return f"""
         SELECT line FROM (
-          SELECT 0 AS zone, '' AS run, '' AS serial, 0 AS part, NULL AS {within}, {sql_str(xml_head)} AS line
+          SELECT 1 AS zone, run, serial, 1 AS part, {within} AS k, line FROM ({_cases(agg)})
+          UNION ALL SELECT 0, '', '', 0, NULL, {sql_str(xml_head)}
           UNION ALL SELECT 1, run, serial, 0, NULL, line FROM junit_heads
-          UNION ALL SELECT 1, run, serial, 1, {within}, line FROM ({_cases(agg)})
           UNION ALL SELECT 1, run, serial, 2, NULL, '</testsuite>' FROM junit_heads
           UNION ALL SELECT 2, '', '', 0, NULL, '</testsuites>'
-        ) ORDER BY zone, run, serial, part, {within}
+        ) ORDER BY zone, run, serial, part, k
     """
 
 

@@ -7,7 +7,7 @@ import json
 import os
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from farm.errors import FarmError
 from farm.manifest import manifest_path
+from farm.results.damage import Damage, find_damage
 from farm.results.store import RECORDS_FILE
 
 if TYPE_CHECKING:
@@ -26,10 +27,13 @@ RECORD_COLUMNS: dict[str, str] = {
     "lane": "VARCHAR",
     "device": "VARCHAR",
     "task_id": "VARCHAR",
+    "instance": "VARCHAR",
+    "repeat": "BIGINT",
     "category": "VARCHAR",
     "partition": "VARCHAR",
     "expect": "VARCHAR",
     "outcome": "VARCHAR",
+    "end_reason": "VARCHAR",
     "passed": "BOOLEAN",
     "checks": "JSON",
     "answer": "VARCHAR",
@@ -43,6 +47,7 @@ RECORD_COLUMNS: dict[str, str] = {
     "tokens": "STRUCT(input_new BIGINT, cache_read BIGINT, cache_write BIGINT, output BIGINT)",
     "cost_usd": "DOUBLE",
     "attempt": "BIGINT",
+    "device_verdict": "STRUCT(outcome VARCHAR, passed BOOLEAN, failure_category VARCHAR)",
     "execution": "VARCHAR",
     "executor": "VARCHAR",
     "split": "VARCHAR",
@@ -71,8 +76,15 @@ def run_dirs_under(runs_dir: Path) -> list[Path]:
 def _json_source(files: Sequence[str], columns: dict[str, str]) -> str:
     listing = "[" + ", ".join(sql_str(f) for f in files) + "]"
     spec = "{" + ", ".join(f"{sql_str(k)}: {sql_str(v)}" for k, v in columns.items()) + "}"
-    # An explicit schema and format: no sampling pass over the file to guess types.
-    return f"read_json({listing}, format='newline_delimited', columns={spec})"
+    # An explicit schema and format: no sampling pass over the file to guess types; `records=true` so a
+    # one-column read still unpacks objects. A line that is not a JSON object (a torn last append, a
+    # damaged line) reads as a row of NULLs instead of failing the whole read; every reader drops those
+    # rows by `run IS NULL` and reports them (see `damaged_lines`).
+    return f"read_json({listing}, format='newline_delimited', records=true, columns={spec}, ignore_errors=true)"
+
+
+# Records written before `instance` and `repeat` existed belong to the one instance '' and repeat 1.
+_UNIT_DEFAULTS = "coalesce(instance, '') AS instance, coalesce(repeat, 1) AS repeat"
 
 
 def connect(run_dirs: Sequence[Path], *, records_view: bool = True) -> duckdb.DuckDBPyConnection:
@@ -85,7 +97,10 @@ def connect(run_dirs: Sequence[Path], *, records_view: bool = True) -> duckdb.Du
     con = duckdb.connect(":memory:")
     files = [str(d / RECORDS_FILE) for d in run_dirs if (d / RECORDS_FILE).is_file()]
     if records_view and files:
-        con.execute(f"CREATE VIEW records AS SELECT * FROM {_json_source(files, RECORD_COLUMNS)}")
+        con.execute(
+            f"CREATE VIEW records AS SELECT * REPLACE ({_UNIT_DEFAULTS})"
+            f" FROM {_json_source(files, RECORD_COLUMNS)} WHERE run IS NOT NULL"
+        )
     elif records_view:
         cols = ", ".join(f"CAST(NULL AS {v}) AS {k}" for k, v in RECORD_COLUMNS.items())
         con.execute(f"CREATE VIEW records AS SELECT {cols} WHERE false")
@@ -130,28 +145,32 @@ def connect(run_dirs: Sequence[Path], *, records_view: bool = True) -> duckdb.Du
 
 # What reports read, flattened: (column, expression over the record). Only the first reason is ever shown.
 REPORT_SELECT: tuple[tuple[str, str], ...] = (
-    ("run", "run"), ("device", "device"), ("task_id", "task_id"), ("category", "category"),
-    ("partition", "partition"), ("expect", "expect"), ("outcome", "outcome"), ("passed", "passed"),
-    ("answer", "answer"), ("reason", "reasons[1]"), ("failure_category", "failure_category"),
+    ("run", "run"), ("lane", "lane"), ("device", "device"), ("task_id", "task_id"),
+    ("instance", "coalesce(instance, '')"), ("repeat", "coalesce(repeat, 1)"), ("category", "category"),
+    ("partition", "partition"), ("expect", "expect"), ("outcome", "outcome"), ("end_reason", "end_reason"),
+    ("passed", "passed"), ("answer", "answer"), ("reason", "reasons[1]"), ("failure_category", "failure_category"),
     ("takeover_kind", "takeover_kind"), ("first_feedback_ms", "metrics.first_feedback_ms"),
     ("round_trips", "metrics.round_trips"), ("model_ms", "metrics.model_ms"),
     ("screen_read_ms", "metrics.screen_read_ms"), ("action_ms", "metrics.action_ms"),
     ("other_ms", "metrics.other_ms"), ("total_ms", "metrics.total_ms"), ("input_new", "tokens.input_new"),
     ("cache_read", "tokens.cache_read"), ("cache_write", "tokens.cache_write"), ("output", "tokens.output"),
-    ("cost_usd", "cost_usd"), ("attempt", "attempt"), ("execution", "execution"), ("split", "split"),
-    ("markers", "markers"),
+    ("cost_usd", "cost_usd"), ("attempt", "attempt"), ("dv_outcome", "device_verdict.outcome"),
+    ("dv_passed", "device_verdict.passed"), ("dv_failure_category", "device_verdict.failure_category"),
+    ("execution", "execution"), ("split", "split"), ("markers", "markers"),
 )
-_REPORT_READ = ("run", "device", "task_id", "category", "partition", "expect", "outcome", "passed", "answer",
-                "reasons", "failure_category", "takeover_kind", "metrics", "tokens", "cost_usd", "attempt",
-                "execution", "split", "markers")
+_REPORT_READ = ("run", "lane", "device", "task_id", "instance", "repeat", "category", "partition", "expect",
+                "outcome", "end_reason", "passed", "answer", "reasons", "failure_category", "takeover_kind",
+                "metrics", "tokens", "cost_usd", "attempt", "device_verdict", "execution", "split", "markers")
 
-ORDER = "run, task_id, device, attempt"
-"""The order record sources are stored in (`pos` follows it)."""
+UNIT = ("run", "lane", "device", "task_id", "instance", "repeat")
+"""The columns naming a unit (`Record.unit_key`): its attempts are retries; distinct units are never merged."""
+ORDER = "run, task_id, device, instance, repeat, lane, attempt"
+"""The order record sources are stored in (`pos` follows it); an attempt written twice keeps line order."""
 
 CACHE_DIR = ".cache"
 CACHE_FILE = "records.duckdb"
-CACHE_FORMAT = 1
-"""Bump when REPORT_SELECT changes: older caches are then rebuilt."""
+CACHE_FORMAT = 2
+"""Bump when REPORT_SELECT or the stamp changes: older caches are then rebuilt."""
 CACHE_MIN_BYTES = 16 << 20
 """Record files smaller than this are parsed every time (it is fast) and get no cache."""
 
@@ -181,7 +200,9 @@ class CacheStamp(BaseModel):
     source: FileStamp
     """The records.jsonl it was built from (taken before reading it)."""
     duplicate_keys: int
-    """(run, device, task_id) keys with more than one record (retries)."""
+    """Unit keys (run, lane, device, task, instance, repeat) with more than one record (retries)."""
+    damage: Damage
+    """Damaged lines of the source, left out of the cache."""
 
 
 def file_stamp(path: Path) -> FileStamp:
@@ -208,9 +229,18 @@ class ReportRecords:
     """What `report_records` set up."""
 
     retries: bool
-    """Some (run, device, task_id) key has more than one record: keep the latest attempt."""
+    """Some unit has more than one record: keep the latest attempt."""
     ordered: bool
-    """`pos` orders `rec` by (run, task_id, device, attempt): a single source, sorted when it was read."""
+    """`pos` orders `rec` by ORDER: a single source, sorted when it was read."""
+    damaged: list[tuple[Path, Damage]] = field(default_factory=list)
+    """Record files with damaged lines (skipped), and which."""
+
+
+@dataclass(frozen=True)
+class _Source:
+    name: str
+    duplicate_keys: int
+    damage: Damage
 
 
 def report_records(
@@ -219,11 +249,12 @@ def report_records(
     """Create the `rec` view: the REPORT_SELECT columns of every run's records, plus `pos` (row position).
 
     Large record files are read through a columnar cache next to them, rebuilt whenever the file's size,
-    mtime, first or last line differ from what the cache was built from. A damaged file is a FarmError
-    naming file and line.
+    mtime, first or last line differ from what the cache was built from. Damaged lines (a torn last
+    append, a corrupt line) are skipped and returned in `damaged`, never silently dropped.
     """
     sources: list[str] = []
     duplicates = False
+    damaged: list[tuple[Path, Damage]] = []
     seen: dict[Path, str] = {}
     for i, run_dir in enumerate(run_dirs):
         path = (run_dir / RECORDS_FILE).resolve()
@@ -233,16 +264,18 @@ def report_records(
             sources.append(seen[path])
             duplicates = True
             continue
-        name, dup_keys = _source(con, path, f"src{i}", cache_min_bytes)
-        seen[path] = name
-        sources.append(name)
-        duplicates = duplicates or dup_keys > 0
+        src = _source(con, path, f"src{i}", cache_min_bytes)
+        seen[path] = src.name
+        sources.append(src.name)
+        duplicates = duplicates or src.duplicate_keys > 0
+        if src.damage.total:
+            damaged.append((run_dir / RECORDS_FILE, src.damage))
     if sources:
         con.execute(
             "CREATE TEMP VIEW rec AS " + " UNION ALL ".join(f"SELECT *, rowid AS pos FROM {s}" for s in sources)
         )
         if len(sources) > 1 and not duplicates:
-            # Retries of one key can only span files if a run id appears in more than one of them.
+            # Retries of one unit can only span files if a run id appears in more than one of them.
             shared = con.execute(
                 "SELECT count(*) FROM (SELECT run FROM ("
                 + " UNION ALL ".join(f"SELECT DISTINCT run, {n} AS f FROM {s}" for n, s in enumerate(sources))
@@ -252,52 +285,100 @@ def report_records(
     else:
         cols = ", ".join(f"CAST(NULL AS {_REPORT_TYPES[c]}) AS {c}" for c, _ in REPORT_SELECT)
         con.execute(f"CREATE TEMP VIEW rec AS SELECT {cols}, CAST(NULL AS BIGINT) AS pos WHERE false")
-    return ReportRecords(retries=duplicates, ordered=len(sources) == 1)
+    return ReportRecords(retries=duplicates, ordered=len(sources) == 1, damaged=damaged)
 
 
 _REPORT_TYPES: dict[str, str] = {
     **{c: "VARCHAR" for c, _ in REPORT_SELECT},
-    "passed": "BOOLEAN", "round_trips": "BIGINT", "input_new": "BIGINT", "cache_read": "BIGINT",
-    "cache_write": "BIGINT", "output": "BIGINT", "attempt": "BIGINT", "markers": "VARCHAR[]",
+    "passed": "BOOLEAN", "dv_passed": "BOOLEAN", "round_trips": "BIGINT", "input_new": "BIGINT",
+    "cache_read": "BIGINT", "cache_write": "BIGINT", "output": "BIGINT", "attempt": "BIGINT", "repeat": "BIGINT",
+    "markers": "VARCHAR[]",
     **{c: "DOUBLE" for c in ("first_feedback_ms", "model_ms", "screen_read_ms", "action_ms", "other_ms",
                              "total_ms", "cost_usd")},
 }
+
+
 def report_type(column: str) -> str:
     """The SQL type of a REPORT_SELECT column."""
     return _REPORT_TYPES[column]
 
 
-_DUP_KEYS_SQL = "SELECT count(*) FROM (SELECT run, device, task_id FROM {t} GROUP BY ALL HAVING count(*) > 1)"
+# Keys (units, or units with the attempt) that more than one record has.
+_DUP_KEYS_SQL = "SELECT count(*) FROM (SELECT {keys} FROM {t} GROUP BY ALL HAVING count(*) > 1)"
 
 
-def _select_json(path: Path) -> str:
-    cols = ", ".join(f"{expr} AS {name}" for name, expr in REPORT_SELECT)
-    read = {k: RECORD_COLUMNS[k] for k in _REPORT_READ}
-    # Stored in report order, so a report over one run can write its rows without sorting them.
-    return f"SELECT {cols} FROM {_json_source([str(path)], read)} ORDER BY {ORDER}"
+def _numbered(source: str) -> str:
+    # A streaming window numbers the rows in file order; it serialises the scan, so only the rare
+    # search for damaged lines uses it.
+    return f"(SELECT *, row_number() OVER () AS seq FROM {source})"
 
 
-def _source(con: duckdb.DuckDBPyConnection, path: Path, name: str, cache_min_bytes: int) -> tuple[str, int]:
-    """A table holding the report columns of one records.jsonl, and its duplicate-key count."""
+def _fill(con: duckdb.DuckDBPyConnection, table: str, path: Path, *, temp: bool) -> tuple[int, Damage]:
+    """Parse one records.jsonl into `table` in ORDER (so a report over one run writes its rows without
+    sorting them), damaged lines left out; its duplicate-key count and damage."""
     import duckdb
 
-    stamp = file_stamp(path)
-    if stamp.size >= cache_min_bytes:
-        cached = _open_cache(con, path, stamp, name)
-        if cached is not None:
-            return cached
-        built = _build_cache(con, path, stamp, name)
-        if built is not None:
-            return built
+    create = f"CREATE {'TEMP ' if temp else ''}TABLE {table}"
+    cols = ", ".join(f"{expr} AS {name}" for name, expr in REPORT_SELECT)
+    source = _json_source([str(path)], {k: RECORD_COLUMNS[k] for k in _REPORT_READ})
     try:
-        con.execute(f"CREATE TEMP TABLE {name} AS {_select_json(path)}")
+        con.execute(f"{create} AS SELECT {cols} FROM {source} ORDER BY {ORDER}")
+        row = con.execute(f"SELECT count(*) FROM {table} WHERE run IS NULL").fetchone()
+        damage = Damage()
+        if row and row[0]:
+            con.execute(f"DELETE FROM {table} WHERE run IS NULL")
+            damage = find_damage(con, _numbered(_json_source([str(path)], {"run": "VARCHAR"})), path)
+        row = con.execute(_DUP_KEYS_SQL.format(keys=", ".join(UNIT), t=table)).fetchone()
+        dup_units = int(row[0]) if row else 0
+        if dup_units and _dup_attempts(con, table):
+            # An attempt written twice: the later line wins, so ties must keep file order, which the
+            # parallel sort does not promise. A table filled in insertion order has rowid = line order.
+            raw = f"{table.rsplit('.', 1)[-1]}_lines"
+            con.execute(f"DROP TABLE {table}")
+            con.execute(f"CREATE TEMP TABLE {raw} AS SELECT {cols} FROM {source}")
+            con.execute(f"{create} AS SELECT * FROM {raw} WHERE run IS NOT NULL ORDER BY {ORDER}, rowid")
+            con.execute(f"DROP TABLE {raw}")
     except duckdb.Error:
         _raise_bad_file(path)
-    row = con.execute(_DUP_KEYS_SQL.format(t=name)).fetchone()
-    return name, int(row[0]) if row else 0
+    return dup_units, damage
 
 
-def _open_cache(con: duckdb.DuckDBPyConnection, path: Path, stamp: FileStamp, name: str) -> tuple[str, int] | None:
+def _dup_attempts(con: duckdb.DuckDBPyConnection, table: str) -> int:
+    row = con.execute(_DUP_KEYS_SQL.format(keys=", ".join([*UNIT, "attempt"]), t=table)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def damaged_lines(run_dirs: Sequence[Path]) -> list[tuple[Path, Damage]]:
+    """Damaged lines of each run's records.jsonl (what the `records` view skips), for warnings.
+
+    A valid cache already knows them; otherwise one parse of the `run` field finds them.
+    """
+    import duckdb
+
+    out: list[tuple[Path, Damage]] = []
+    con = duckdb.connect(":memory:")
+    try:
+        for i, run_dir in enumerate(run_dirs):
+            path = run_dir / RECORDS_FILE
+            if not path.is_file():
+                continue
+            stamp = _cached_stamp(con, path.resolve(), file_stamp(path), f"probe{i}")
+            source = _json_source([str(path)], {"run": "VARCHAR"})
+            if stamp is not None:
+                damage = stamp.damage
+            elif (row := con.execute(f"SELECT count(*) FROM {source} WHERE run IS NULL").fetchone()) and row[0]:
+                damage = find_damage(con, _numbered(source), path)
+            else:
+                damage = Damage()
+            if damage.total:
+                out.append((path, damage))
+    finally:
+        con.close()
+    return out
+
+
+def _cached_stamp(con: duckdb.DuckDBPyConnection, path: Path, stamp: FileStamp, name: str) -> CacheStamp | None:
+    """The stamp of a cache that matches `stamp`, left attached as `<name>_db`; None (detached) otherwise."""
     import duckdb
 
     cache = cache_path(path.parent)
@@ -315,10 +396,24 @@ def _open_cache(con: duckdb.DuckDBPyConnection, path: Path, stamp: FileStamp, na
     if found is None or found.format != CACHE_FORMAT or found.source != stamp:
         con.execute(f"DETACH {name}_db")
         return None
-    return f"{name}_db.rec", found.duplicate_keys
+    return found
 
 
-def _build_cache(con: duckdb.DuckDBPyConnection, path: Path, stamp: FileStamp, name: str) -> tuple[str, int] | None:
+def _source(con: duckdb.DuckDBPyConnection, path: Path, name: str, cache_min_bytes: int) -> _Source:
+    """A table holding the report columns of one records.jsonl, its duplicate-key count and damage."""
+    stamp = file_stamp(path)
+    if stamp.size >= cache_min_bytes:
+        cached = _cached_stamp(con, path, stamp, name)
+        if cached is not None:
+            return _Source(f"{name}_db.rec", cached.duplicate_keys, cached.damage)
+        built = _build_cache(con, path, stamp, name)
+        if built is not None:
+            return built
+    dup_keys, damage = _fill(con, name, path, temp=True)
+    return _Source(name, dup_keys, damage)
+
+
+def _build_cache(con: duckdb.DuckDBPyConnection, path: Path, stamp: FileStamp, name: str) -> _Source | None:
     """Parse the JSONL into a new cache file, publish it atomically, attach it; None when it cannot be written."""
     import duckdb
 
@@ -336,13 +431,12 @@ def _build_cache(con: duckdb.DuckDBPyConnection, path: Path, stamp: FileStamp, n
         except duckdb.Error:
             return None
         try:
-            con.execute(f"CREATE TABLE build.rec AS {_select_json(path)}")
-        except duckdb.Error:
+            dup_keys, damage = _fill(con, "build.rec", path, temp=False)
+        except FarmError:
             con.execute("DETACH build")
-            _raise_bad_file(path)
-        row = con.execute(_DUP_KEYS_SQL.format(t="build.rec")).fetchone()
+            raise
         # The stamp taken *before* reading: if the file grew meanwhile, the next report sees the change.
-        found = CacheStamp(format=CACHE_FORMAT, source=stamp, duplicate_keys=int(row[0]) if row else 0)
+        found = CacheStamp(format=CACHE_FORMAT, source=stamp, duplicate_keys=dup_keys, damage=damage)
         con.execute("CREATE TABLE build.stamp (stamp VARCHAR)")
         con.execute("INSERT INTO build.stamp VALUES (?)", [found.model_dump_json()])
         con.execute("DETACH build")
@@ -351,30 +445,11 @@ def _build_cache(con: duckdb.DuckDBPyConnection, path: Path, stamp: FileStamp, n
         Path(tmp).unlink(missing_ok=True)
         Path(tmp + ".wal").unlink(missing_ok=True)
     con.execute(f"ATTACH {sql_str(str(cache))} AS {name}_db (READ_ONLY)")
-    return f"{name}_db.rec", found.duplicate_keys
+    return _Source(f"{name}_db.rec", found.duplicate_keys, found.damage)
 
 
 def _raise_bad_file(path: Path) -> NoReturn:
-    _find_bad_line(path)
     raise FarmError(f"{path}: unreadable record file", hint="check records.jsonl of the run")
-
-
-def _find_bad_line(path: Path) -> None:
-    if not path.is_file():
-        return
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-                if not isinstance(value, dict):
-                    raise ValueError
-            except ValueError:
-                raise FarmError(
-                    f"{path}:{number}: corrupt record line",
-                    hint="records are append-only; move the damaged line out of the file",
-                ) from None
 
 
 def query(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[list[str], list[tuple[object, ...]]]:

@@ -40,11 +40,11 @@ def test_override_with_evidence_from_a_screen_read_is_applied(tmp_path: Path) ->
     rows = {o.task_id: o for o in data.overrides}
     assert rows["t1"].applied and (rows["t1"].initial, rows["t1"].final) == ("fail", "pass")
     assert not rows["t3"].applied and "initial verdict is pass" in rows["t3"].note
-    assert not rows["t2"].applied and rows["t2"].note == "refused: evidence not found in the run record"
+    assert not rows["t2"].applied and rows["t2"].note.startswith("refused: evidence is not screen text")
     assert (data.overall.attempted, data.overall.passed) == (3, 2)
     md = render_markdown(data)
-    assert "| r | t1 | Pixel 7 #1 | fail | pass | yes |" in md
-    assert "| r | t2 | Pixel 7 #1 | fail | fail | no | refused: evidence not found" in md
+    assert "| r | t1 | Pixel 7 #1 | fail | pass |  | yes |" in md
+    assert "| r | t2 | Pixel 7 #1 | fail | fail |  | no | refused: evidence is not screen text" in md
 
 
 def test_override_from_the_summary_section_uses_the_answer_as_evidence(tmp_path: Path) -> None:
@@ -70,3 +70,63 @@ def test_bad_overrides_file_is_a_farm_error(tmp_path: Path) -> None:
     path.write_text("- {id: t1, from: maybe, to: pass, evidence: x}\n")
     with pytest.raises(FarmError, match="overrides\\[0\\]"):
         load_overrides_yaml(path)
+
+
+def _categorised(tmp_path: Path, overrides: str) -> Path:
+    recs = [
+        record("w", run="r", device="S1", passed=False, failure_category="route", answer="最高温度 21°C"),
+        record("p", run="r", device="S1", passed=True, answer="ok 42"),
+        record("e", run="r", device="S1", passed=False, outcome="error", answer="ok 42"),
+    ]
+    run_dir = write_run(tmp_path, "r", recs, [("S1", "Pixel 7")])
+    (run_dir / "overrides.yaml").write_text(overrides, encoding="utf-8")
+    return run_dir
+
+
+def test_a_category_only_override_changes_the_failure_category(tmp_path: Path) -> None:
+    run_dir = _categorised(tmp_path, "- {id: w, category: perception, evidence: '最高温度 21°C'}\n")
+    agg = aggregate([run_dir])
+    d = agg.data
+    (row,) = d.overrides
+    assert row.applied and (row.initial, row.final) == ("fail", "fail")
+    assert (row.category_from, row.category_to) == ("route", "perception")
+    cats = {c.key: c.count for c in d.failure_categories}
+    assert cats == {"perception": 1, "infrastructure": 1}
+    assert (d.overall.attempted, d.overall.passed) == (3, 1)
+    assert "| r | w | Pixel 7 #1 | fail | fail | route → perception | yes |" in render_markdown(d)
+    assert [f.failure_category for f in d.failures if f.task_id == "w"] == ["perception"]
+    from farm.report.writers import render_csv
+
+    assert ",perception," in next(ln for ln in render_csv(agg).splitlines() if ln.startswith("r,w,"))
+
+
+def test_a_refused_category_override_keeps_the_category(tmp_path: Path) -> None:
+    run_dir = _categorised(tmp_path, "- {id: w, category: perception, evidence: 'never shown'}\n")
+    d = aggregate([run_dir]).data
+    (row,) = d.overrides
+    assert not row.applied and (row.category_from, row.category_to) == ("route", "route")
+    assert {c.key: c.count for c in d.failure_categories} == {"route": 1, "infrastructure": 1}
+
+
+def test_a_pass_to_fail_override_applies_its_category(tmp_path: Path) -> None:
+    run_dir = _categorised(tmp_path, "- {id: p, from: pass, to: fail, category: barrier, evidence: ok 42}\n")
+    d = aggregate([run_dir]).data
+    assert d.overrides[0].applied and d.overall.passed == 0
+    assert {c.key: c.count for c in d.failure_categories} == {"barrier": 1, "infrastructure": 1, "route": 1}
+
+
+def test_an_override_of_an_infrastructure_error_is_refused(tmp_path: Path) -> None:
+    run_dir = _categorised(tmp_path, "- {id: e, from: fail, to: pass, evidence: ok 42}\n")
+    d = aggregate([run_dir]).data
+    (row,) = d.overrides
+    assert not row.applied and row.note == "refused: infrastructure error, no agent verdict"
+    assert (d.overall.passed, d.overall.errors) == (1, 1)
+
+
+def test_many_category_overrides_give_the_same_categories(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from farm.results import overrides_apply
+
+    run_dir = _categorised(tmp_path, "- {id: w, category: perception, evidence: '最高温度 21°C'}\n")
+    few = aggregate([run_dir]).data.failure_categories
+    monkeypatch.setattr(overrides_apply, "FEW_OVERRIDES", 0)
+    assert aggregate([run_dir]).data.failure_categories == few

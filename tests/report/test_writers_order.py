@@ -12,6 +12,7 @@ import pytest
 from farm.report.markdown import render_markdown
 from farm.report.writers import write_junit, write_reports
 from farm.results import aggregate as aggregate_module
+from farm.results import overrides_apply
 from farm.results.aggregate import aggregate
 from tests.helpers.records import record, write_run
 
@@ -42,7 +43,7 @@ def _files(agg: aggregate_module.Aggregation, out: Path) -> dict[str, bytes]:
 def test_storage_order_and_sorted_writers_give_identical_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache_min_bytes: int, few: int
 ) -> None:
-    monkeypatch.setattr(aggregate_module, "_FEW_OVERRIDES", few)
+    monkeypatch.setattr(overrides_apply, "FEW_OVERRIDES", few)
     run_dir = _run(tmp_path, overrides="- {id: t01, from: fail, to: pass, evidence: x}\n")
     fast = aggregate([run_dir], cache_min_bytes=cache_min_bytes)
     assert fast.ordered and any(o.applied for o in fast.data.overrides)

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
-import pytest
-
-from farm.errors import FarmError
 from farm.results import duck
 from farm.results.aggregate import aggregate
 from farm.results.store import RECORDS_FILE, append_records
@@ -80,10 +78,43 @@ def test_the_stamp_follows_first_and_last_line(tmp_path: Path) -> None:
     assert one.first_line_sha256 == two.first_line_sha256 and one.last_line_sha256 != two.last_line_sha256
 
 
-def test_damaged_line_is_named_when_building_the_cache(tmp_path: Path) -> None:
+def test_damaged_line_is_skipped_and_named_when_building_the_cache(tmp_path: Path) -> None:
     run_dir = _run(tmp_path)
+    expected = _overall(run_dir)
     with (run_dir / RECORDS_FILE).open("a", encoding="utf-8") as fh:
         fh.write('{"run": "r", "broken\n')
-    with pytest.raises(FarmError, match=r"records\.jsonl:10: corrupt record line"):
-        aggregate([run_dir], cache_min_bytes=0)
-    assert not duck.cache_path(run_dir).exists()
+    d = aggregate([run_dir], cache_min_bytes=0).data
+    assert (d.overall.attempted, d.overall.passed) == expected
+    assert d.warnings == ["r/records.jsonl:10: corrupt record line skipped"]
+    assert duck.cache_path(run_dir).exists()
+
+
+def test_the_cache_remembers_damaged_lines(tmp_path: Path) -> None:
+    run_dir = _run(tmp_path)
+    with (run_dir / RECORDS_FILE).open("a", encoding="utf-8") as fh:
+        fh.write('{"run": "r", "task_')
+    first = aggregate([run_dir], cache_min_bytes=0).data.warnings
+    built = duck.cache_path(run_dir).stat().st_mtime_ns
+    again = aggregate([run_dir], cache_min_bytes=0).data.warnings
+    assert duck.cache_path(run_dir).stat().st_mtime_ns == built
+    assert first == again == ["r/records.jsonl:10: torn last line (an append cut short, no newline at the end) skipped"]
+
+
+def test_a_cache_of_an_older_format_is_rebuilt(tmp_path: Path) -> None:
+    import duckdb
+
+    recs = [record("t", run="r", device="S0", instance=seed, passed=seed == "1") for seed in ("1", "2", "3")]
+    run_dir = write_run(tmp_path, "r", recs, [("S0", "Pixel 8")])
+    aggregate([run_dir], cache_min_bytes=0)
+    cache = duck.cache_path(run_dir)
+    # What an older harness left: its own format number, and one row per (run, device, task).
+    con = duckdb.connect(str(cache))
+    stamp = con.execute("SELECT stamp FROM stamp").fetchone()
+    assert stamp is not None
+    source = duck.CacheStamp.model_validate_json(stamp[0]).source
+    older = {"format": 1, "source": source.model_dump(), "duplicate_keys": 0}  # as format 1 wrote it
+    con.execute("UPDATE stamp SET stamp = ?", [json.dumps(older)])
+    con.execute("DELETE FROM rec WHERE instance <> '1'")
+    con.close()
+    d = aggregate([run_dir], cache_min_bytes=0).data
+    assert (d.overall.planned, d.overall.passed) == (3, 1)

@@ -29,8 +29,8 @@ from tests.helpers.sim_apps import (
 
 SCORE_KEYS = {
     "id", "category", "partition", "expect", "outcome", "passed", "checks", "answer", "reason", "failureCategory",
-    "takeoverKind", "steps", "tokens", "costUsd", "metrics", "markers", "execution", "startedAt", "endedAt",
-    "appPackage",
+    "takeoverKind", "endReason", "steps", "tokens", "costUsd", "metrics", "markers", "execution", "startedAt",
+    "endedAt", "appPackage",
 }
 
 

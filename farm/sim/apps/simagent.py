@@ -213,7 +213,7 @@ def _skipped(task: dict[str, Any], opts: EvalOptions, status: int, reason: str) 
     record: dict[str, Any] = {
         "id": str(task.get("id", "")), "category": task_directory(task), "partition": task.get("partition"),
         "expect": task.get("expect"), "outcome": "skipped", "passed": False, "checks": [], "answer": None,
-        "reason": reason, "failureCategory": None, "takeoverKind": None, "steps": 0,
+        "reason": reason, "failureCategory": None, "takeoverKind": None, "endReason": None, "steps": 0,
         "tokens": {"input": None, "cacheRead": None, "cacheWrite": None, "output": None}, "costUsd": None,
         "metrics": {k: None for k in ("firstFeedbackMs", "roundTrips", "modelMs", "screenReadMs", "actionMs",
                                       "otherMs", "totalMs")},

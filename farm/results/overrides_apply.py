@@ -1,0 +1,166 @@
+"""Apply human re-judgements (人工改判) to the latest attempt of each unit: the final verdicts, and the rows
+the report lists (applied and refused)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from farm.android.paths import raw_dir, sanitise_serial
+from farm.report.model import OverrideRow
+from farm.results import duck
+from farm.scoring import overrides as ov
+
+if TYPE_CHECKING:
+    import duckdb
+
+UnitKey = tuple[str, str, str, str, str, int]
+"""(run, lane, device, task_id, instance, repeat), as `Record.unit_key`."""
+
+# (lane, serial, instance, repeat, initial verdict, answer, split, outcome, category) of an attempt an
+# override names.
+_Match = tuple[str, str, str, int, bool, str | None, str, str, str | None]
+
+CATEGORY_SQL = (
+    "coalesce(failure_category, CASE WHEN outcome = 'error' THEN 'infrastructure' WHEN login_handover THEN 'barrier'"
+    " END)"
+)
+"""The failure category a report shows for an attempt that did not pass (null: unclassified)."""
+
+
+@dataclass(frozen=True)
+class Final:
+    """What re-judgement made of one unit."""
+
+    passed: bool
+    """Final verdict."""
+    category: str | None
+    """Final failure category; None keeps the attempt's own."""
+
+FEW_OVERRIDES = 64
+"""Up to this many changed units, the final verdict is a SQL expression; beyond, a join."""
+
+
+def short(text: str, limit: int = 160) -> str:
+    """Whitespace collapsed, cut to `limit` characters with an ellipsis."""
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def _override_specs(run_dir: Path, extra: Sequence[Path], serials: list[str]) -> list[ov.OverrideSpec]:
+    specs: list[ov.OverrideSpec] = []
+    if (run_dir / "overrides.yaml").is_file():
+        specs += ov.load_overrides_yaml(run_dir / "overrides.yaml")
+    for path in extra:
+        specs += ov.load_overrides_yaml(path)
+    for serial in serials:
+        for summary in sorted((run_dir / "android" / sanitise_serial(serial)).glob("*/raw/summary.md")):
+            text = summary.read_text(encoding="utf-8", errors="replace")
+            for spec in ov.parse_summary_section(text, source=f"{summary.parent.parent.name}/summary.md"):
+                specs.append(spec.model_copy(update={"device": serial}))
+    return specs
+
+
+def apply_overrides(
+    con: duckdb.DuckDBPyConnection, run_dirs: Sequence[Path], extra: Sequence[Path], labels: dict[str, str]
+) -> tuple[list[OverrideRow], dict[UnitKey, Final]]:
+    """Decide every re-judgement against the `latest` attempts; the final verdicts (and failure categories) by
+    unit, later ones winning.
+
+    An override names a task (and optionally a phone): it is decided for every unit of that task —
+    each instance and repeat — on its own evidence.
+    """
+    wanted: list[tuple[Path, ov.OverrideSpec]] = []
+    for run_dir in run_dirs:
+        found = con.execute("SELECT DISTINCT device FROM rec WHERE run = ? ORDER BY 1", [run_dir.name]).fetchall()
+        serials = [r[0] for r in found]
+        wanted += [(run_dir, spec) for spec in _override_specs(run_dir, extra, serials)]
+    if not wanted:
+        return [], {}
+    con.execute("CREATE TEMP TABLE ovr_want (idx INTEGER, run VARCHAR, task_id VARCHAR, device VARCHAR)")
+    con.executemany(
+        "INSERT INTO ovr_want VALUES (?, ?, ?, ?)",
+        [(i, run_dir.name, spec.id, spec.device) for i, (run_dir, spec) in enumerate(wanted)],
+    )
+    matches: dict[int, list[_Match]] = {}
+    # One pass over the records for all re-judgements, instead of one query each.
+    for idx, *match in con.execute(
+        "SELECT w.idx, l.lane, l.device, l.instance, l.repeat, l.initial, l.answer, coalesce(l.split, 'all'),"
+        f" l.outcome, {CATEGORY_SQL.replace('failure_category', 'l.failure_category')} FROM latest l"
+        " JOIN ovr_want w ON l.run = w.run AND l.task_id = w.task_id AND (w.device IS NULL OR l.device = w.device)"
+        " WHERE l.outcome <> 'skipped' ORDER BY w.idx, l.device, l.instance, l.repeat, l.lane"
+    ).fetchall():
+        matches.setdefault(idx, []).append((match[0], match[1], match[2], int(match[3]), bool(match[4]),
+                                            match[5], match[6], match[7], match[8]))
+    rows: list[OverrideRow] = []
+    finals: dict[UnitKey, Final] = {}
+    for idx, (run_dir, spec) in enumerate(wanted):
+        run = run_dir.name
+        evidence = short(spec.evidence, 80)
+        if idx not in matches:
+            rows.append(OverrideRow(run=run, task_id=spec.id, device="-", initial="-", final=spec.to or "-",
+                                    category_to=spec.category or "", evidence=evidence, applied=False,
+                                    note="refused: no such attempt"))
+        ordered = sorted(matches.get(idx, []), key=lambda m: (labels.get(m[1], m[1]), m[2], m[3], m[0]))
+        for lane, serial, instance, repeat, initial, answer, split, outcome, category in ordered:
+            unit = {"run": run, "task_id": spec.id, "device": labels.get(serial, serial), "instance": instance,
+                    "repeat": repeat, "evidence": evidence, "category_from": category or ""}
+            verdict = "pass" if initial else "fail"
+            if outcome == "error":
+                # An infrastructure error has no agent verdict to re-judge; it stays an error everywhere.
+                rows.append(OverrideRow(**unit, initial=verdict, final=verdict, category_to=category or "",
+                                        applied=False, note="refused: infrastructure error, no agent verdict"))
+                continue
+            texts = ov.evidence_texts(raw_dir(run_dir, serial, split) / spec.id / "run", answer)
+            decision = ov.decide(spec, serial, initial, texts, category)
+            final = (spec.to or decision.initial) if decision.applied else decision.initial
+            to_category = decision.category if decision.applied and decision.category else category
+            rows.append(OverrideRow(**unit, initial=decision.initial, final=final, category_to=to_category or "",
+                                    applied=decision.applied, note=decision.note))
+            if decision.applied:
+                finals[(run, lane, serial, spec.id, instance, repeat)] = Final(final == "pass", decision.category)
+    return rows, finals
+
+
+@dataclass(frozen=True)
+class FinalSql:
+    """SQL over `latest l` for the final verdict and failure category, and the join they need."""
+
+    final: str
+    category: str
+    join: str = ""
+
+
+def final_sql(con: duckdb.DuckDBPyConnection, finals: dict[UnitKey, Final]) -> FinalSql:
+    """The final verdict and category over `latest l` (expressions for a few re-judgements, else a join)."""
+    if not finals:
+        return FinalSql("l.initial", "l.failure_category")
+    if len(finals) <= FEW_OVERRIDES:
+        # An expression rather than a join keeps the rows in storage order (writers then need no sort).
+        q = duck.sql_str
+
+        def unit(key: UnitKey) -> str:
+            r, la, d, t, i, k = key
+            return (f"l.run = {q(r)} AND l.lane = {q(la)} AND l.device = {q(d)} AND l.task_id = {q(t)}"
+                    f" AND l.instance = {q(i)} AND l.repeat = {int(k)}")
+
+        tasks = ", ".join(q(t) for t in sorted({key[3] for key in finals}))
+        verdicts = " ".join(f"WHEN {unit(key)} THEN {str(f.passed).lower()}" for key, f in finals.items())
+        final = f"CASE WHEN l.task_id IN ({tasks}) THEN (CASE {verdicts} ELSE l.initial END) ELSE l.initial END"
+        changed = {key: f.category for key, f in finals.items() if f.category is not None}
+        if not changed:
+            return FinalSql(final, "l.failure_category")
+        cats = " ".join(f"WHEN {unit(key)} THEN {q(c)}" for key, c in changed.items())
+        return FinalSql(final, f"CASE WHEN l.task_id IN ({tasks}) THEN (CASE {cats} ELSE l.failure_category END)"
+                               " ELSE l.failure_category END")
+    con.execute(
+        "CREATE TEMP TABLE ovr (run VARCHAR, lane VARCHAR, device VARCHAR, task_id VARCHAR, instance VARCHAR,"
+        " repeat BIGINT, final BOOLEAN, category VARCHAR)"
+    )
+    con.executemany(
+        "INSERT INTO ovr VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [(*k, f.passed, f.category) for k, f in finals.items()]
+    )
+    return FinalSql("coalesce(o.final, l.initial)", "coalesce(o.category, l.failure_category)",
+                    f" LEFT JOIN ovr o USING ({', '.join(duck.UNIT)})")
