@@ -317,7 +317,8 @@ class _Lane:
             facts = PhoneFacts(installed_packages(device), signed_in(device, phone.serial, self.cfg, self.profile))
             resolver = Resolver(device, facts, catalogue, run=run_id, allow_irreversible=self.req.allow_irreversible)
             prepared = prepare(resolver, tasks)
-            sink = PhoneProgress(progress, label, len(prepared.tasks), skipped=len(prepared.skipped))
+            sink = PhoneProgress(progress, label, len(prepared.tasks), skipped=len(prepared.skipped),
+                                 claimed=self.executor.name == "instrument")
             job = PhoneJob(
                 device=device, serial=phone.serial, label=label, run_id=run_id, tasks=prepared.tasks,
                 options=opts, raw_dir=raw, device_eval_dir=self.profile.eval_dir(run_id),

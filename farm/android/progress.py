@@ -14,9 +14,13 @@ if TYPE_CHECKING:
 class PhoneProgress:
     """ProgressSink of one phone, drawing into a shared rich Progress."""
 
-    def __init__(self, progress: Progress | None, label: str, total: int, *, skipped: int = 0) -> None:
+    def __init__(
+        self, progress: Progress | None, label: str, total: int, *, skipped: int = 0, claimed: bool = False
+    ) -> None:
         """`total` tasks to run; `skipped` more were selected but skipped before running (they count as done),
-        so the bar's total is the phone's planned units, as in the summary after the run."""
+        so the bar's total is the phone's planned units, as in the summary after the run. `claimed`: the
+        statuses are the phone's own claims (the instrument stream), which the host re-scores afterwards."""
+        self.claimed = claimed
         self._progress = progress
         self._lock = threading.Lock()
         self.label = label
@@ -40,8 +44,12 @@ class PhoneProgress:
         self._progress.update(self._task, completed=self.done, status=status)
 
     def counts(self) -> str:
-        """`passed P · failed F · skipped S · errors E`: the same labels as the summary after the run."""
-        return f"passed {self.passed} · failed {self.failed} · skipped {self.skipped} · errors {self.errors}"
+        """`passed P · failed F · skipped S · errors E`: the same labels as the summary after the run.
+
+        Live counts of the instrument executor are what the phone says, not yet the host's verdict.
+        """
+        counts = f"passed {self.passed} · failed {self.failed} · skipped {self.skipped} · errors {self.errors}"
+        return ("phone says " if self.claimed else "") + counts
 
     def task_started(self, task_id: str) -> None:
         """A task began."""

@@ -92,14 +92,15 @@ def run(
         )
     from rich.console import Console
 
-    from farm.results.headline import headline, headline_text
+    from farm.results.headline import disagreement_text, headline, headline_text
 
     result = run_lane(req)
     for h in result.left_out:
         print(f"left out {h.serial}: {h.reason}", file=sys.stderr)
     out = Console(highlight=False, soft_wrap=True)
     for phone in result.phones:
-        out.print(f"{phone.label}: {headline_text(headline(phone.records, phone.label))}", markup=False)
+        line = headline_text(headline(phone.records, phone.label)) + disagreement_text(phone.records)
+        out.print(f"{phone.label}: {line}", markup=False)
         if phone.outcome and phone.outcome.infrastructure_error:
             print(f"{phone.label}: infrastructure: {phone.outcome.infrastructure_error}", file=sys.stderr)
         if phone.outcome and phone.outcome.pull_refused:

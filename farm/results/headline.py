@@ -71,3 +71,13 @@ def headline_text(row: RateRow) -> str:
     if row.rate is None:
         return f"{counts} · passed {row.passed} (nothing attempted)"
     return f"{counts} · passed {row.passed} ({_pct(row.rate)}, 95% CI {_pct(row.low)}–{_pct(row.high)})"
+
+
+def disagreement_text(records: Iterable[Record]) -> str:
+    """` · the phone said passed on N the host failed…` for the units whose phone verdict differs; "" when none."""
+    units = [r for r in latest_attempts(records) if r.device_verdict is not None]
+    differ = [r for r in units if r.device_verdict is not None and r.device_verdict.passed != r.passed]
+    if not differ:
+        return ""
+    claimed = sum(1 for r in differ if r.device_verdict is not None and r.device_verdict.passed)
+    return f" · phone and host disagree on {len(differ)} (phone said passed on {claimed})"

@@ -115,3 +115,15 @@ def test_the_progress_bar_counts_with_the_summary_labels() -> None:
         bar.task_finished(task_id, status)  # type: ignore[arg-type]
     assert bar.counts() == "passed 1 · failed 1 · skipped 2 · errors 1"
     assert bar.done == 5
+
+
+def test_disagreement_text_counts_units_where_phone_and_host_differ() -> None:
+    from farm.results.headline import disagreement_text
+    from farm.results.record import DeviceVerdict
+
+    said = DeviceVerdict(outcome="succeeded", passed=True)
+    recs = [record("a", passed=False).model_copy(update={"device_verdict": said}),
+            record("b", passed=True).model_copy(update={"device_verdict": said}),
+            record("c", passed=False)]
+    assert disagreement_text(recs) == " · phone and host disagree on 1 (phone said passed on 1)"
+    assert disagreement_text(recs[1:]) == ""
