@@ -1,0 +1,259 @@
+"""The rules about one task on its own: id and file, directory, texts, apps, probes, accounts, markers, asks.
+
+Each rule looks at a single task and needs only the capability table and the probe catalogue; the
+rules about the whole set (unique ids, pairs and sessions, directory counts) are in `rules`, and
+those of irreversible tasks' confirmation cards in `card_rules`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from farm.taskset import placeholders
+from farm.taskset.capabilities import Capability
+from farm.taskset.card_rules import check_irreversible
+from farm.taskset.layout import DIRECTORY_KIND, MINIMUMS, group_of
+from farm.taskset.loader import SPECIAL_SETS, LoadedTask
+from farm.taskset.model import AskedUser, ProbeHas, ScreenHas, Task
+from farm.taskset.probes import ProbeSpec, split_key
+from farm.taskset.violations import ViolationLog
+
+# A task is what a person says and what a reviewer reads; a local path in any of its texts only
+# works on one machine. A Unix path must start a word (not continue a URL such as
+# `https://host/home/x`, nor a longer path); a drive letter must not follow a backslash (regex
+# escapes such as `\s:\d`) and lead to a name of two characters free of regex syntax (`\d+` is no path).
+_STARTS = r"(?<![A-Za-z0-9_.:/\\~-])"
+LOCAL_PATH = re.compile(
+    _STARTS + r"(?:/sdcard\b|/storage/|/data/|/home/|/Users/|/mnt/|/tmp/|/root/|~/)"
+    r"|(?<![A-Za-z0-9_])(?:file|content)://"
+    r"|(?<![A-Za-z0-9_\\])[A-Za-z]:(?:\\{1,2}|/(?!/))[^\s\\+*?{}()\[\]|^$]{2}",
+    re.IGNORECASE,
+)
+"""Local paths and device-local URIs (`/sdcard`, `/storage/`, `/data/`, `~/`, `C:\\`, `file://`…)."""
+BUILTIN_PACKAGES: dict[str, str] = {
+    "com.android.deskclock": "clock",
+    "com.google.android.deskclock": "clock",
+    "com.sec.android.app.clockpackage": "clock",
+    "com.coloros.alarmclock": "clock",
+    "com.oneplus.deskclock": "clock",
+    "com.android.calendar": "calendar",
+    "com.google.android.calendar": "calendar",
+    "com.samsung.android.calendar": "calendar",
+    "com.coloros.calendar": "calendar",
+    "com.android.calculator2": "calculator",
+    "com.google.android.calculator": "calculator",
+    "com.sec.android.app.popupcalculator": "calculator",
+    "com.miui.calculator": "calculator",
+    "com.coloros.calculator": "calculator",
+    "com.android.contacts": "contacts",
+    "com.google.android.contacts": "contacts",
+    "com.samsung.android.app.contacts": "contacts",
+    "com.android.documentsui": "files",
+    "com.google.android.documentsui": "files",
+    "com.google.android.apps.nbu.files": "files",
+    "com.android.fileexplorer": "files",
+    "com.sec.android.app.myfiles": "files",
+    "com.coloros.filemanager": "files",
+    "com.miui.weather2": "weather",
+    "com.huawei.android.totemweather": "weather",
+    "com.miui.notes": "notes",
+    "com.samsung.android.app.notes": "notes",
+    "com.example.android.notepad": "notes",
+    "com.android.settings": "settings",
+}
+"""Packages of the phone's own apps (AOSP, Google, Samsung, Xiaomi, OPPO/OnePlus, Huawei) → capability.
+
+The capability table resolves apps by intent and lists no packages, so this short list names the
+common builds; seed 003 wants these apps written `{app:<capability>}` so a task runs on any phone.
+"""
+
+
+def _text_fields(task: Task) -> list[tuple[str, str]]:
+    out = [("goal", task.goal)]
+    out += [(f"apps[{i}]", a) for i, a in enumerate(task.apps)]
+    if task.marker:
+        out.append(("marker", task.marker))
+    return out + task.check_texts()
+
+
+def _all_text_fields(task: Task) -> list[tuple[str, str]]:
+    """Every text a task carries, as (field path, text): what the agent, a check or a reviewer reads."""
+    out = _text_fields(task)
+    if task.note:
+        out.append(("note", task.note))
+    out += [(f"requires[{i}]", r) for i, r in enumerate(task.requires)]
+    out += [(f"probesBefore[{i}]", k) for i, k in enumerate(task.probes_before)]
+    for key, reply in task.answers.items():
+        out += [("answers", key), (f"answers[{key!r}]", reply)]
+    return out
+
+
+class TaskRules(ViolationLog):
+    """The per-task rules; `task` runs every one of them on one task, in the order they are reported."""
+
+    def __init__(self, caps: Mapping[str, Capability], catalogue: Mapping[str, ProbeSpec]) -> None:
+        super().__init__()
+        self.caps = caps
+        self.catalogue = catalogue
+
+    def task(self, lt: LoadedTask) -> None:
+        t, p = lt.task, lt.path
+        if t.id != p.stem:
+            self.add(p, "id", "id-file", f"id {t.id!r} differs from the file name {p.stem!r}",
+                     f"rename the file to {t.id}.json or set id to {p.stem!r}")
+        group = group_of(lt.directory)
+        if group is None:
+            self.add(p, "directory", "directory", f"{lt.directory or '.'!r} is not a task-set directory",
+                     f"move it under one of {', '.join((*MINIMUMS, *SPECIAL_SETS))}")
+        if t.partition is None:
+            self.add(p, "partition", "partition", "task has no partition",
+                     'add "partition": "tune" or "holdout" (keep about 30 % of the directory in holdout)')
+        if group in DIRECTORY_KIND:
+            category, expect = DIRECTORY_KIND[group]
+            if t.category != category:
+                self.add(p, "category", "category-directory", f"category {t.category!r} in {group}/",
+                         f'set "category": "{category}" or move the task')
+            if t.expect != expect:
+                self.add(p, "expect", "expect-directory", f"expect {t.expect!r} in {group}/",
+                         f'set "expect": "{expect}" or move the task')
+        if group == "web" and not t.id.startswith("web-"):
+            self.add(p, "id", "web-id", f"web task id {t.id!r} does not start with 'web-'",
+                     f"rename to web-{t.id} (file and id)")
+        self.placeholders(lt)
+        self.accounts(lt)
+        self.write(lt)
+        check_irreversible(self, lt)
+        self.asks(lt)
+        self.local_paths(lt)
+        self.builtin(lt)
+        self.requires(lt)
+
+    def local_paths(self, lt: LoadedTask) -> None:
+        for fld, text in _all_text_fields(lt.task):
+            found = LOCAL_PATH.search(text)
+            if found is not None:
+                self.add(lt.path, fld, "local-path", f"{fld} contains a local path ({found.group(0)!r})",
+                         "say it as a person would (内部存储 / 下载 folder), check with a probe instead")
+
+    def builtin(self, lt: LoadedTask) -> None:
+        """The phone's own apps are written `{app:<capability>}`, never as one phone's package."""
+        t, p = lt.task, lt.path
+        found = [(f"apps[{i}]", a) for i, a in enumerate(t.apps)]
+        found += [(f"checks[{i}].packageName", c.package_name) for i, c in enumerate(t.checks)
+                  if isinstance(c, ScreenHas)]
+        for fld, pkg in found:
+            cap = BUILTIN_PACKAGES.get(pkg)
+            if cap is not None:
+                self.add(p, fld, "builtin-package", f"{pkg} is the phone's own {cap} app written as a package",
+                         f'write "{{app:{cap}}}" so the task runs on any phone')
+        for i, req in enumerate(t.requires):
+            cap = BUILTIN_PACKAGES.get(req.removeprefix("installed:")) if req.startswith("installed:") else None
+            if cap is None:
+                continue
+            every = self.caps.get(cap)
+            fix = (f'replace it by "app:{cap}"' if every is not None and every.required_on_every_phone
+                   else f'drop it (the phone\'s {cap} app is found through {{app:{cap}}})')
+            self.add(p, f"requires[{i}]", "builtin-package", f"{req!r} names the phone's own {cap} app by package",
+                     fix)
+
+    def placeholders(self, lt: LoadedTask) -> None:
+        t, p = lt.task, lt.path
+        before = set(t.probes_before)
+        for i, key in enumerate(t.probes_before):
+            self.probe_key(p, f"probesBefore[{i}]", key)
+        for fld, text in _text_fields(t):
+            for ph in placeholders.find(text):
+                if ph.kind == "app" and ph.name not in self.caps:
+                    self.add(p, fld, "capability", f"unknown capability {ph.text}",
+                             f"use one of {', '.join(sorted(self.caps))}")
+                elif ph.kind == "probe":
+                    if self.probe_key(p, fld, ph.key) and fld.startswith("checks") and ph.key not in before:
+                        self.add(p, fld, "probe-before", f"{ph.text} is not listed in probesBefore",
+                                 f'add "{ph.key}" to probesBefore')
+        for i, check in enumerate(t.checks):
+            if isinstance(check, ProbeHas):
+                self.probe_key(p, f"checks[{i}].probe", check.probe)
+        for i, req in enumerate(t.requires):
+            if req.startswith("app:") and req[4:] not in self.caps:
+                self.add(p, f"requires[{i}]", "capability", f"unknown capability in {req!r}",
+                         f"use one of {', '.join(sorted(self.caps))}")
+
+    def probe_key(self, path: Path, fld: str, key: str) -> bool:
+        name, param = split_key(key)
+        spec = self.catalogue.get(name)
+        if spec is None:
+            self.add(path, fld, "probe", f"unknown probe {name!r}",
+                     f"use one of {', '.join(sorted(self.catalogue))} or add probes/{name}.yaml")
+            return False
+        try:
+            spec.command(param)
+        except ValueError as exc:
+            self.add(path, fld, "probe", str(exc), f"write it as {name}" + (":<param>" if spec.parameterised else ""))
+            return False
+        return True
+
+    def accounts(self, lt: LoadedTask) -> None:
+        t, p = lt.task, lt.path
+        signed = [r for r in t.requires if r.startswith(("signedIn:", "login:"))]
+        if t.category == "barrier" and signed:
+            self.add(p, "requires", "barrier-signed-in", f"barrier task declares {signed[0]!r}",
+                     "drop it: a task that declares the user signed in cannot expect a login barrier")
+        # Seed 003: a task on the user's account runs only with the user present, and the note
+        # says what the user confirms first (which account, that it may be used for this).
+        account = [r for r in t.requires if r.startswith(("signedIn:", "login:", "site:"))]
+        if account and not (t.note or "").strip():
+            self.add(p, "note", "signed-in-note", f"task requires {account[0]!r} but has no note",
+                     'add "note": what the user must confirm before it runs (which account, that it may be used)')
+        if t.category != "irreversible":
+            return
+        for pkg in (a for a in t.apps if not placeholders.find(a) and a not in BUILTIN_PACKAGES):
+            if f"signedIn:{pkg}" not in t.requires and f"login:{pkg}" not in t.requires:
+                self.add(p, "requires", "irreversible-signed-in",
+                         f"irreversible task in {pkg} does not require signedIn:{pkg}",
+                         f'add "signedIn:{pkg}" and say in note what the user must confirm before it runs')
+
+    def write(self, lt: LoadedTask) -> None:
+        t, p = lt.task, lt.path
+        if t.category != "write":
+            return
+        if t.marker is None:
+            self.add(p, "marker", "write-marker", "write task has no marker",
+                     'add "marker": "AF-{run}-<what>", name it in the goal and find it with screen_has')
+            return
+        if t.marker not in t.goal:
+            self.add(p, "goal", "marker-in-goal", f"goal does not name the marker {t.marker!r}",
+                     "write the marker into the goal so the created data carries it")
+        if not any(
+            isinstance(c, ScreenHas | ProbeHas) and (c.marker or (c.text is not None and t.marker in c.text))
+            for c in t.checks
+        ):
+            self.add(p, "checks", "marker-checked", "no screen_has/probe_has check finds the marker",
+                     'add {"type": "screen_has", "marker": true, "packageName": "{app:<capability>}"}')
+
+    def asks(self, lt: LoadedTask) -> None:
+        t, p = lt.task, lt.path
+        if any(isinstance(c, AskedUser) and c.expected for c in t.checks) and not t.answers:
+            self.add(p, "answers", "answers", "task expects the agent to ask but has no answers",
+                     'add "answers": {"<word in the question>": "<reply>"}')
+
+    def requires(self, lt: LoadedTask) -> None:
+        t, p = lt.task, lt.path
+        packages = [a for a in t.apps if not placeholders.find(a)]
+        packages += [
+            c.package_name for c in t.checks if isinstance(c, ScreenHas) and not placeholders.find(c.package_name)
+        ]
+        # A built-in package is refused by `builtin` with its own fix; `installed:` would be the wrong one.
+        for pkg in (q for q in dict.fromkeys(packages) if q not in BUILTIN_PACKAGES):
+            if f"installed:{pkg}" not in t.requires:
+                self.add(p, "requires", "installed", f"third-party app {pkg} is not in requires",
+                         f'add "installed:{pkg}"')
+        wanted = {ph.name for a in t.apps for ph in placeholders.find(a) if ph.kind == "app"}
+        for name in sorted(wanted):
+            cap = self.caps.get(name)
+            if cap is None or not cap.required_on_every_phone:
+                continue
+            if not any(f"app:{alias}" in t.requires for alias in (cap.name, *cap.aliases)):
+                self.add(p, "requires", "app-required", f"{{app:{name}}} is used but app:{cap.name} is not required",
+                         f'add "app:{cap.name}" (phones without it skip the task)')
