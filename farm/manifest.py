@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import hashlib
 import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -93,8 +96,14 @@ class Manifest(BaseModel):
     """ISO-8601 UTC creation time."""
     finished_at: str | None = None
     """ISO-8601 UTC time the run finished; null while running or after a crash."""
-    status: Literal["running", "finished", "failed"] = "running"
-    """Run state."""
+    status: Literal["running", "finished", "failed", "interrupted"] = "running"
+    """Run state; `interrupted`: stopped by Ctrl-C/SIGTERM or a crash, resumable (`--resume`)."""
+    label: str | None = None
+    """Free tag for runs of one kind (`--label nightly`); `farm history` groups by it."""
+    provenance: Literal["single", "mixed"] = "single"
+    """`mixed` when finished units were reused from another run (`--retry-from`)."""
+    reused_from: str | None = None
+    """The run whose finished units this one reused (`--retry-from`)."""
     command: list[str] = Field(default_factory=list)
     """The command line that started the run."""
     code: CodeFingerprint = Field(default_factory=CodeFingerprint)
@@ -172,8 +181,28 @@ def create_run_dir(runs_root: Path, manifest: Manifest) -> Path:
 
 
 def save(run_dir: Path, manifest: Manifest) -> None:
-    """Write the manifest atomically (it is updated as lanes finish)."""
+    """Write the manifest atomically (it is updated as lanes finish); see `update` for concurrent writers."""
     atomic_write_text(manifest_path(run_dir), manifest.model_dump_json(indent=2) + "\n")
+
+
+@contextmanager
+def locked(run_dir: Path) -> Iterator[None]:
+    """Hold the run's manifest lock (an flock on `manifest.lock`), so read-modify-write cycles do not interleave."""
+    with (run_dir / "manifest.lock").open("a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def update(run_dir: Path, change: Callable[[Manifest], None]) -> Manifest:
+    """Load, change and save the manifest under its lock: two writers never lose each other's updates."""
+    with locked(run_dir):
+        manifest = load(run_dir)
+        change(manifest)
+        save(run_dir, manifest)
+    return manifest
 
 
 def load(run_dir: Path) -> Manifest:
@@ -190,13 +219,14 @@ def load(run_dir: Path) -> Manifest:
 
 def add_lane(run_dir: Path, entry: LaneEntry) -> Manifest:
     """Add (or extend) a lane entry of an existing run and save it."""
-    manifest = load(run_dir)
-    for existing in manifest.lanes:
-        if existing.lane == entry.lane:
-            existing.outputs.extend(o for o in entry.outputs if o not in existing.outputs)
-            existing.detail.update(entry.detail)
-            break
-    else:
-        manifest.lanes.append(entry)
-    save(run_dir, manifest)
-    return manifest
+
+    def change(manifest: Manifest) -> None:
+        for existing in manifest.lanes:
+            if existing.lane == entry.lane:
+                existing.outputs.extend(o for o in entry.outputs if o not in existing.outputs)
+                existing.detail.update(entry.detail)
+                break
+        else:
+            manifest.lanes.append(entry)
+
+    return update(run_dir, change)

@@ -60,3 +60,22 @@ def test_load_reports_invalid_manifest_in_one_line(tmp_path: Path) -> None:
 def test_code_fingerprint_names_the_commit_of_this_checkout() -> None:
     fp = mf.code_fingerprint()
     assert fp.git_commit is not None and len(fp.git_commit) == 40
+
+
+def test_concurrent_updates_lose_nothing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    from farm import manifest as mf
+
+    run_dir = mf.create_run_dir(tmp_path, mf.Manifest(run_id="r", created_at=mf.utc_now()))
+
+    def add(n: int) -> None:
+        for i in range(20):
+            mf.update(run_dir, lambda m, n=n, i=i: m.notes.append(f"{n}-{i}"))
+
+    threads = [threading.Thread(target=add, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(mf.load(run_dir).notes) == 80
