@@ -1,0 +1,1 @@
+"""`farm sweep`: a nightly sweep across every phone of every farm host."""
