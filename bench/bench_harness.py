@@ -23,6 +23,7 @@ def main() -> None:
 
     from farm.android.instrument_executor import instrument_argv
     from farm.android.lane import RunRequest, run
+    from farm.android.options import AgentOptions
     from farm.sim.launcher import free_port, kill_adb_server, start_phones
     from farm.sim.profile import default_profile
 
@@ -34,8 +35,8 @@ def main() -> None:
     farm = start_phones(1, profile=profile, adb_port=port)
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            req = RunRequest(split="all", tasks_dir=repo / "tasks", runs_dir=Path(tmp), run_id="bench-harness",
-                             show_progress=False, allow_irreversible=True)
+            req = RunRequest(agent=AgentOptions(split="all", allow_irreversible=True), tasks_dir=repo / "tasks",
+                             runs_dir=Path(tmp), run_id="bench-harness", show_progress=False)
             t0 = time.perf_counter()
             result = run(req)
             lane_s = time.perf_counter() - t0
@@ -44,12 +45,13 @@ def main() -> None:
             n = len(ran)
             from adbutils import AdbClient
 
-            from farm.android.executor import RunOptions
+            from farm.android.options import RunOptions
             from farm.config import SIM_PROFILE
 
             device = AdbClient(port=port).device(phone.serial)
             bundle = f"{SIM_PROFILE.resolved_files_dir()}/eval-tasks/bench-harness.json"
-            opts = RunOptions(split="all", profile_name="sim", profile=SIM_PROFILE, allow_irreversible=True)
+            opts = RunOptions(agent=AgentOptions(split="all", allow_irreversible=True), profile_name="sim",
+                              profile=SIM_PROFILE)
             argv = instrument_argv(opts, "bench-bare", bundle)
             t0 = time.perf_counter()
             device.shell(" ".join(shlex.quote(a) for a in argv), timeout=600)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 if TYPE_CHECKING:
     from adbutils import AdbDevice
 
-    from farm.config import InstrumentProfile
+    from farm.android.options import RunOptions
     from farm.taskset.model import Task
 
 ExecutorName = Literal["instrument", "host"]
@@ -49,42 +49,6 @@ class ResolvedTask:
         return self.task.id
 
 
-@dataclass(frozen=True)
-class RunOptions:
-    """Run-wide options, the same for every phone (the `farm run` flags)."""
-
-    split: Literal["tune", "holdout", "all"]
-    """Pool selected."""
-    profile_name: str
-    """Name of the instrument profile in farm.yaml."""
-    profile: InstrumentProfile
-    """Agent app package, test package, runner, eval class, output dir template."""
-    set_prefix: str | None = None
-    """`--set`: directory or id prefix."""
-    allow_irreversible: bool = False
-    """Run `irreversible` tasks (they really send/delete/order)."""
-    price_in: float | None = None
-    """USD per million new input tokens."""
-    price_out: float | None = None
-    """USD per million output tokens."""
-    price_cached: float | None = None
-    """USD per million cached input tokens."""
-    on_takeover: Literal["cancel", "wait"] | None = None
-    """What the agent does on a takeover."""
-    channel: Literal["web", "app"] | None = None
-    """Force every task through the web or the app."""
-    flags: str | None = None
-    """`evalFlags` value (`none` or `key=on,…`)."""
-    learn_skills: bool = False
-    """Let the agent learn skills during the run."""
-    memory: bool = False
-    """Let the agent keep memories during the run."""
-    idle_timeout_s: float = 600.0
-    """Stop a phone whose executor produced no output for this long."""
-    deadline_monotonic: float | None = None
-    """`time.monotonic()` value after which every phone stops."""
-
-
 @dataclass
 class PhoneJob:
     """Everything an executor needs to run one phone's share of a run."""
@@ -100,7 +64,7 @@ class PhoneJob:
     tasks: list[ResolvedTask]
     """Tasks to run on this phone (skipped ones are already removed)."""
     options: RunOptions
-    """Run-wide options."""
+    """Run-wide options (the same for every phone of the run)."""
     raw_dir: Path
     """Local directory where the phone's `eval/<run>/` tree must end up."""
     device_eval_dir: str

@@ -9,47 +9,24 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from farm.android.executor import ExecutorName, ExecutorOutcome, PhoneJob, ProgressSink, RunOptions, TestStatus
+from farm.android.executor import ExecutorName, ExecutorOutcome, PhoneJob, ProgressSink, TestStatus
+from farm.android.options import HostSettings
 from farm.errors import FarmError
 
 if TYPE_CHECKING:
+    from farm.android.options import AgentOptions, PolicyName, RunOptions
     from farm.config import FarmConfig
     from farm.llm.config import LLMConfig
     from host_agent.policy import Policy
 
-PolicyName = Literal["model", "scripted"]
 POLICY_ENV = "FARM_HOST_POLICY"
 """Environment variable naming the default policy when `--policy` is not given."""
 
 
-@dataclass(frozen=True)
-class HostSettings:
-    """`farm run --executor host` options; model fields override farm.yaml's `llm:` and FARM_LLM_*."""
-
-    policy: PolicyName | None = None
-    """`model` or `scripted`; null = FARM_HOST_POLICY, else `model`."""
-    model: str | None = None
-    """Model name."""
-    provider: str | None = None
-    """openai or anthropic."""
-    base_url: str | None = None
-    """Endpoint override."""
-    api_key_env: str | None = None
-    """Name of the variable holding the API key."""
-    reasoning_effort: str | None = None
-    """minimal / low / medium / high."""
-    screenshots: bool = False
-    """Send a JPEG with every screen (models that take images)."""
-    scripts_dir: Path | None = None
-    """Scripts of the scripted policy (default fixtures/scripts/)."""
-
-
-def llm_config(cfg: FarmConfig | None, settings: HostSettings, options: RunOptions | None = None) -> LLMConfig:
-    """farm.yaml `llm:` < FARM_LLM_* < command-line flags; prices from --price-* when none is configured."""
+def llm_config(cfg: FarmConfig | None, settings: HostSettings, agent: AgentOptions | None = None) -> LLMConfig:
+    """farm.yaml `llm:` < FARM_LLM_* < command-line flags; the run's prices when the model has none configured."""
     from farm.llm.config import LLMConfig, ModelPrice
 
     overrides: dict[str, object] = {
@@ -66,9 +43,9 @@ def llm_config(cfg: FarmConfig | None, settings: HostSettings, options: RunOptio
                      "farm.yaml, or use --policy scripted",
             ) from None
         raise
-    if llm.pricing is None and options and options.price_in is not None and options.price_out is not None:
-        price = ModelPrice(input_per_m=options.price_in, output_per_m=options.price_out,
-                           cache_read_per_m=options.price_cached)
+    if llm.pricing is None and agent and agent.price_in is not None and agent.price_out is not None:
+        price = ModelPrice(input_per_m=agent.price_in, output_per_m=agent.price_out,
+                           cache_read_per_m=agent.price_cached)
         llm = llm.model_copy(update={"pricing": price})
     return llm
 
@@ -96,7 +73,7 @@ class HostExecutor:
         from farm.llm.client import make_client
         from host_agent.model_policy import ModelPolicy
 
-        client = make_client(llm_config(self.cfg, self.settings, options))
+        client = make_client(llm_config(self.cfg, self.settings, options.agent))
         return ModelPolicy(client, screenshots=self.settings.screenshots), client.close
 
     def run(self, job: PhoneJob, progress: ProgressSink) -> ExecutorOutcome:
@@ -135,7 +112,7 @@ class HostExecutor:
                     progress.task_finished(rt.id, "ignored")
                     continue
                 report = run_task(spec, phone, policy, tree, execution=execution, installed=installed,
-                                  on_takeover=job.options.on_takeover or "cancel")
+                                  on_takeover=job.options.agent.on_takeover or "cancel")
                 status = _status(report.result.outcome, report.result.passed)
                 pending.remove(rt.id)
                 outcome.finished.append(rt.id)

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 from farm.android.bundle import bundle_json
 from farm.android.devices import shell
-from farm.android.executor import ExecutorName, ExecutorOutcome, PhoneJob, ProgressSink, RunOptions
+from farm.android.executor import ExecutorName, ExecutorOutcome, PhoneJob, ProgressSink
 from farm.android.instrument_parser import InstrumentParser
+from farm.android.options import RunOptions
 from farm.android.pull import pull_tree
 from farm.config import PullLimits
 
@@ -19,33 +20,10 @@ POLL_S = 0.5
 
 def instrument_argv(opts: RunOptions, run: str, bundle_path: str) -> list[str]:
     """`am instrument -w -r -e class … <test package>/<runner>` with every seed argument."""
-    p = opts.profile
-    extras: list[tuple[str, str]] = [("class", p.eval_class), ("evalRun", run)]
-    if opts.set_prefix:
-        extras.append(("evalSet", opts.set_prefix))
-    if opts.split in ("tune", "holdout"):
-        extras.append(("evalSplit", opts.split))
-    extras.append(("evalTasks", bundle_path))
-    prices = (("evalPriceIn", opts.price_in), ("evalPriceOut", opts.price_out), ("evalPriceCached", opts.price_cached))
-    for name, price in prices:
-        if price is not None:
-            extras.append((name, f"{price:g}"))
-    if opts.allow_irreversible:
-        extras.append(("evalAllowIrreversible", "true"))
-    if opts.channel:
-        extras.append(("evalChannel", opts.channel))
-    if opts.on_takeover:
-        extras.append(("evalOnTakeover", opts.on_takeover))
-    if opts.flags:
-        extras.append(("evalFlags", opts.flags))
-    if opts.learn_skills:
-        extras.append(("learnSkills", "on"))
-    if opts.memory:
-        extras.append(("memory", "on"))
     argv = ["am", "instrument", "-w", "-r"]
-    for key, value in extras:
+    for key, value in opts.agent.instrument_extras(run, bundle_path, opts.profile):
         argv += ["-e", key, value]
-    return [*argv, p.component()]
+    return [*argv, opts.profile.component()]
 
 
 @dataclass

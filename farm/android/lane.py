@@ -9,12 +9,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, cast, get_args
+from typing import TYPE_CHECKING
 
 from farm import manifest as mf
 from farm.android import devices, health
 from farm.android.bundle import bundle_device_path
-from farm.android.executor import Executor, ExecutorOutcome, PhoneJob, ResolvedTask, RunOptions
+from farm.android.executor import Executor, ExecutorOutcome, PhoneJob, ResolvedTask
+from farm.android.options import AgentOptions, HostSettings, RunOptions
 from farm.android.paths import raw_dir
 from farm.android.prepare import PhoneFacts, Prepared, Resolver, installed_packages, prepare, signed_in
 from farm.android.progress import PhoneProgress, make_progress
@@ -24,46 +25,46 @@ from farm.results.normalise import Context, error_record, normalise_file
 from farm.results.record import Execution, Record
 from farm.results.store import RECORDS_FILE, append_records
 from farm.scoring.rescore import rescore_records
-from farm.taskset.loader import LoadedTask, SplitChoice
+from farm.taskset.loader import LoadedTask
 from farm.taskset.probes import ProbeSpec, load_catalogue
 from farm.taskset.rules import select_valid_tasks
 
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-    from farm.android.host_executor import HostSettings
-
-ExecutorChoice = Literal["instrument", "host"]
-
 
 @dataclass
 class RunRequest:
-    """Everything `farm run` was asked to do."""
+    """Everything `farm run` was asked to do: the agent's options and how the lane should run them."""
 
-    split: str = "tune"
+    agent: AgentOptions = field(default_factory=AgentOptions)
+    """What the agent run is asked to do (split, set, prices, agent switches)."""
     serials: list[str] = field(default_factory=list)
+    """`--device`: the phones to use; empty = the only phone, or every phone with `all_phones`."""
     all_phones: bool = False
-    set_prefix: str | None = None
+    """`--all`: every healthy phone."""
     profile: str | None = None
+    """Instrument profile name in farm.yaml; null = its default profile."""
     executor: str = "instrument"
-    allow_irreversible: bool = False
-    price_in: float | None = None
-    price_out: float | None = None
-    price_cached: float | None = None
-    on_takeover: Literal["cancel", "wait"] | None = None
-    channel: Literal["web", "app"] | None = None
-    flags: str | None = None
-    learn_skills: bool = False
-    memory: bool = False
+    """`instrument` (the agent app on the phone) or `host` (host_agent)."""
     run_id: str | None = None
+    """Run id; null = `<yyyymmdd-hhmm>-<split>-<short hash>`."""
     tasks_dir: Path | None = None
+    """Task set root; null = farm.yaml `tasks_dir`."""
     runs_dir: Path | None = None
+    """Where run directories go; null = farm.yaml `runs_dir`."""
     config: Path | None = None
+    """farm.yaml; null = ./farm.yaml when present, else the defaults."""
     idle_timeout_s: float | None = None
+    """No-output watchdog per phone; null = farm.yaml `idle_timeout_s`."""
     deadline_s: float | None = None
+    """Seconds from the start after which every phone stops; null = no deadline."""
     command: list[str] = field(default_factory=list)
+    """The command line, recorded in the manifest."""
     show_progress: bool = True
+    """Live progress bars on the terminal."""
     probes_dir: Path | None = None
+    """Probe catalogue; null = the built-in one."""
     host: HostSettings | None = None
     """Policy and model flags for `--executor host`."""
 
@@ -108,12 +109,6 @@ def load_executor(name: str, cfg: FarmConfig, host: HostSettings | None = None) 
 
         return make_executor(cfg, host)
     raise FarmError(f"--executor {name}: unknown executor", hint="use instrument or host")
-
-
-def _check_split(split: str) -> SplitChoice:
-    if split not in get_args(SplitChoice):
-        raise FarmError(f"--split {split}: invalid split", hint="use tune, holdout or all")
-    return cast(SplitChoice, split)
 
 
 def _labels(healths: list[health.PhoneHealth]) -> dict[str, str]:
@@ -180,35 +175,26 @@ class _Lane:
     def __init__(self, req: RunRequest) -> None:
         self.req = req
         self.cfg = load_config(req.config)
-        self.split = _check_split(req.split)
-        self.profile_name, self.profile = self.cfg.profile(req.profile)
+        # Resolved once: every phone gets the same options, and --deadline counts from the lane's start.
+        self.opts = RunOptions.resolve(
+            req.agent, self.cfg, req.profile, idle_timeout_s=req.idle_timeout_s, deadline_s=req.deadline_s,
+            started=time.monotonic(),
+        )
+        self.agent = self.opts.agent
+        self.split = self.agent.split
         self.executor = load_executor(req.executor, self.cfg, req.host)
         self.tasks_dir = req.tasks_dir or Path(self.cfg.tasks_dir)
         self.runs_dir = req.runs_dir or Path(self.cfg.runs_dir)
         self.lock = threading.Lock()
-        self.started = time.monotonic()
-
-    def options(self) -> RunOptions:
-        r, prices = self.req, self.cfg.pricing
-        deadline = self.started + r.deadline_s if r.deadline_s else None
-        return RunOptions(
-            split=self.split, profile_name=self.profile_name, profile=self.profile, set_prefix=r.set_prefix,
-            allow_irreversible=r.allow_irreversible,
-            price_in=r.price_in if r.price_in is not None else prices.input_per_m,
-            price_out=r.price_out if r.price_out is not None else prices.output_per_m,
-            price_cached=r.price_cached if r.price_cached is not None else prices.cached_per_m,
-            on_takeover=r.on_takeover, channel=r.channel, flags=r.flags, learn_skills=r.learn_skills,
-            memory=r.memory, idle_timeout_s=r.idle_timeout_s or self.cfg.idle_timeout_s, deadline_monotonic=deadline,
-        )
 
     def run(self) -> RunResult:
         if not self.tasks_dir.is_dir():
             raise FarmError(f"{self.tasks_dir}: no such task directory", hint="pass --tasks-dir DIR")
         # Every per-task rule of the task set holds before anything runs; the set-wide coverage rules
         # (counts per directory, holdout share) are `farm tasks check`'s, so a small set can still run.
-        tasks = select_valid_tasks(self.tasks_dir, self.split, self.req.set_prefix, whole_set=False)
+        tasks = select_valid_tasks(self.tasks_dir, self.split, self.agent.set_prefix, whole_set=False)
         if not tasks:
-            raise FarmError(f"{self.tasks_dir}: no task matches split={self.split} set={self.req.set_prefix}")
+            raise FarmError(f"{self.tasks_dir}: no task matches split={self.split} set={self.agent.set_prefix}")
         catalogue = load_catalogue(self.req.probes_dir)
         run_id = self.req.run_id or default_run_id(self.split, tasks)
         if (self.runs_dir / run_id).exists():
@@ -219,8 +205,8 @@ class _Lane:
             config=mf.redact(self.cfg.model_dump(mode="json")),
             tasks=[mf.TaskEntry(id=t.task.id, sha256=t.sha256) for t in tasks],
             lanes=[mf.LaneEntry(lane="android", detail={
-                "split": self.split, "set": self.req.set_prefix, "executor": self.executor.name,
-                "profile": self.profile_name, "allow_irreversible": self.req.allow_irreversible,
+                "split": self.split, "set": self.agent.set_prefix, "executor": self.executor.name,
+                "profile": self.opts.profile_name, "allow_irreversible": self.agent.allow_irreversible,
             })],
         )
         run_dir = mf.create_run_dir(self.runs_dir, manifest)
@@ -258,7 +244,6 @@ class _Lane:
             mf.save(run_dir, manifest)
             reasons = "; ".join(f"{labels[h.serial]}: {h.reason}" for h in left_out)
             raise FarmError(f"no healthy phone ({reasons})", hint="see `farm devices`")
-        opts = self.options()
         progress = make_progress(self.req.show_progress)
         results: list[PhoneResult] = []
         if progress is not None:
@@ -266,7 +251,7 @@ class _Lane:
         try:
             with ThreadPoolExecutor(max_workers=len(healthy)) as pool:
                 futures = [
-                    pool.submit(self._phone, p, labels[p.serial], tasks, catalogue, run_id, run_dir, opts, progress)
+                    pool.submit(self._phone, p, labels[p.serial], tasks, catalogue, run_id, run_dir, progress)
                     for p, _h in healthy
                 ]
                 results = [f.result() for f in futures]
@@ -295,11 +280,11 @@ class _Lane:
         return RunResult(run_id, run_dir, results, left_out, reports)
 
     def _gate_profile(self) -> InstrumentProfile | None:
-        return self.profile if self.executor.name == "instrument" else None
+        return self.opts.profile if self.executor.name == "instrument" else None
 
     def _phone(
         self, phone: devices.FoundPhone, label: str, tasks: list[LoadedTask], catalogue: dict[str, ProbeSpec],
-        run_id: str, run_dir: Path, opts: RunOptions, progress: Progress | None,
+        run_id: str, run_dir: Path, progress: Progress | None,
     ) -> PhoneResult:
         from adbutils import AdbError
 
@@ -310,19 +295,19 @@ class _Lane:
             categories={t.task.id: t.directory for t in tasks},
         )
         # The built-in `sim` profile is the virtual phone's agent app: its results are simulated.
-        execution: Execution = "simulated" if self.profile_name == "sim" else "live"
+        execution: Execution = "simulated" if self.opts.profile_name == "sim" else "live"
         outcome: ExecutorOutcome | None = None
         prepared = Prepared()
         try:
-            facts = PhoneFacts(installed_packages(device), signed_in(device, phone.serial, self.cfg, self.profile))
-            resolver = Resolver(device, facts, catalogue, run=run_id, allow_irreversible=self.req.allow_irreversible)
+            facts = PhoneFacts(installed_packages(device), signed_in(device, phone.serial, self.cfg, self.opts.profile))
+            resolver = Resolver(device, facts, catalogue, run=run_id, allow_irreversible=self.agent.allow_irreversible)
             prepared = prepare(resolver, tasks)
             sink = PhoneProgress(progress, label, len(prepared.tasks), skipped=len(prepared.skipped),
                                  claimed=self.executor.name == "instrument")
             job = PhoneJob(
                 device=device, serial=phone.serial, label=label, run_id=run_id, tasks=prepared.tasks,
-                options=opts, raw_dir=raw, device_eval_dir=self.profile.eval_dir(run_id),
-                device_bundle_path=bundle_device_path(self.profile.resolved_files_dir(), run_id),
+                options=self.opts, raw_dir=raw, device_eval_dir=self.opts.profile.eval_dir(run_id),
+                device_bundle_path=bundle_device_path(self.opts.profile.resolved_files_dir(), run_id),
             )
             if prepared.tasks:
                 outcome = self.executor.run(job, sink)

@@ -67,29 +67,24 @@ def run(
 
     from farm.android.lane import RunRequest
     from farm.android.lane import run as run_lane
+    from farm.android.options import AgentOptions, HostSettings, from_flags
 
-    if on_takeover not in (None, "cancel", "wait"):
-        raise FarmError(f"--on-takeover {on_takeover}: invalid", hint="use cancel or wait")
-    if channel not in (None, "web", "app"):
-        raise FarmError(f"--channel {channel}: invalid", hint="use web or app")
-    req = RunRequest(
-        split=split, serials=device, all_phones=all_phones, set_prefix=set_prefix, profile=profile,
-        executor=executor, allow_irreversible=allow_irreversible, price_in=price_in, price_out=price_out,
-        price_cached=price_cached, on_takeover=on_takeover, channel=channel,  # type: ignore[arg-type]
-        flags=flags, learn_skills=learn_skills, memory=memory, run_id=run_id, tasks_dir=tasks_dir,
-        runs_dir=runs_dir, config=config, idle_timeout_s=idle_timeout, deadline_s=deadline,
-        command=["farm", *sys.argv[1:]], show_progress=not quiet,
+    agent = from_flags(
+        AgentOptions, split=split, set_prefix=set_prefix, allow_irreversible=allow_irreversible, price_in=price_in,
+        price_out=price_out, price_cached=price_cached, on_takeover=on_takeover, channel=channel, flags=flags,
+        learn_skills=learn_skills, memory=memory,
     )
+    host = None
     if executor == "host":
-        from farm.android.host_executor import HostSettings
-
-        if policy not in (None, "model", "scripted"):
-            raise FarmError(f"--policy {policy}: invalid", hint="use model or scripted")
-        req.host = HostSettings(
-            policy=policy, model=model, provider=provider, base_url=base_url,  # type: ignore[arg-type]
-            api_key_env=api_key_env, reasoning_effort=reasoning_effort, screenshots=screenshots,
-            scripts_dir=scripts_dir,
+        host = from_flags(
+            HostSettings, policy=policy, model=model, provider=provider, base_url=base_url, api_key_env=api_key_env,
+            reasoning_effort=reasoning_effort, screenshots=screenshots, scripts_dir=scripts_dir,
         )
+    req = RunRequest(
+        agent=agent, serials=device, all_phones=all_phones, profile=profile, executor=executor, run_id=run_id,
+        tasks_dir=tasks_dir, runs_dir=runs_dir, config=config, idle_timeout_s=idle_timeout, deadline_s=deadline,
+        command=["farm", *sys.argv[1:]], show_progress=not quiet, host=host,
+    )
     from rich.console import Console
 
     from farm.results.headline import disagreement_text, headline, headline_text

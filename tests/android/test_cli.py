@@ -48,6 +48,12 @@ def test_invalid_split_is_a_one_line_error(tmp_path: Path) -> None:
                    "--split bogus")
 
 
+def test_invalid_choices_are_one_line_errors_naming_the_flag(tmp_path: Path) -> None:
+    one_line_error(farm("run", "--on-takeover", "later", cwd=tmp_path), "--on-takeover later", "cancel or wait")
+    one_line_error(farm("run", "--executor", "host", "--policy", "magic", cwd=tmp_path),
+                   "--policy magic", "model or scripted")
+
+
 def test_missing_profile_is_a_one_line_error(tmp_path: Path) -> None:
     one_line_error(farm("run", "--profile", "nope", cwd=tmp_path), "profiles.nope")
 

@@ -49,13 +49,14 @@ def test_two_phones_pulled_into_one_run_are_both_in_the_manifest_and_report(virt
 
 def test_pull_into_a_finished_run_adds_no_unit_twice(virtual_farm, tmp_path: Path) -> None:
     from farm.android.lane import RunRequest, run
+    from farm.android.options import AgentOptions
     from farm.results.store import read_records
     from tests.helpers.records import write_tasks
 
     phone = virtual_farm(1)[0]
     tasks = write_tasks(tmp_path / "tasks")
-    result = run(RunRequest(split="tune", all_phones=True, tasks_dir=tasks, runs_dir=tmp_path / "runs",
-                            show_progress=False, run_id="r1", idle_timeout_s=60))
+    result = run(RunRequest(agent=AgentOptions(split="tune"), all_phones=True, tasks_dir=tasks,
+                            runs_dir=tmp_path / "runs", show_progress=False, run_id="r1", idle_timeout_s=60))
     before = read_records(result.run_dir / "records.jsonl")
     for _ in range(2):
         summary = pull_run(FarmConfig(tasks_dir=str(tasks)), serial=phone.serial, run="r1", split="all",

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from farm.android.executor import RunOptions
 from farm.android.instrument_executor import instrument_argv
+from farm.android.options import AgentOptions, RunOptions
 from farm.android.paths import raw_dir, sanitise_serial
 from farm.android.pull import refuse_reason
 from farm.config import SIM_PROFILE, load_config
@@ -50,19 +50,41 @@ def test_plain_names_are_accepted(name: str) -> None:
     assert refuse_reason(name) is None
 
 
-def test_instrument_argv_carries_every_seed_argument() -> None:
-    opts = RunOptions(
-        split="tune", profile_name="sim", profile=SIM_PROFILE, set_prefix="read/system", allow_irreversible=True,
-        price_in=2.5, price_out=10, price_cached=0.25, on_takeover="wait", channel="web", flags="fast=on",
-        learn_skills=True, memory=True,
+def _options(**agent: object) -> RunOptions:
+    return RunOptions(agent=AgentOptions.model_validate(agent), profile_name="sim", profile=SIM_PROFILE)
+
+
+def test_instrument_argv_carries_every_seed_argument_in_its_pinned_order() -> None:
+    opts = _options(
+        split="tune", set_prefix="read/system", allow_irreversible=True, price_in=2.5, price_out=10,
+        price_cached=0.25, on_takeover="wait", channel="web", flags="fast=on", learn_skills=True, memory=True,
     )
-    argv = instrument_argv(opts, "r1", "/sdcard/b.json")
-    extras = {argv[i + 1]: argv[i + 2] for i, a in enumerate(argv) if a == "-e"}
-    assert argv[:4] == ["am", "instrument", "-w", "-r"]
-    assert argv[-1] == "dev.agentfarm.simagent.test/androidx.test.runner.AndroidJUnitRunner"
-    assert extras == {
-        "class": SIM_PROFILE.eval_class, "evalRun": "r1", "evalSet": "read/system", "evalSplit": "tune",
-        "evalTasks": "/sdcard/b.json", "evalPriceIn": "2.5", "evalPriceOut": "10", "evalPriceCached": "0.25",
-        "evalAllowIrreversible": "true", "evalChannel": "web", "evalOnTakeover": "wait", "evalFlags": "fast=on",
-        "learnSkills": "on", "memory": "on",
-    }
+    # The exact argv the agent app's EvalRunTest has always received for this set of flags.
+    assert instrument_argv(opts, "r1", "/sdcard/b.json") == [
+        "am", "instrument", "-w", "-r",
+        "-e", "class", "dev.agentfarm.simagent.eval.EvalRunTest",
+        "-e", "evalRun", "r1",
+        "-e", "evalSet", "read/system",
+        "-e", "evalSplit", "tune",
+        "-e", "evalTasks", "/sdcard/b.json",
+        "-e", "evalPriceIn", "2.5",
+        "-e", "evalPriceOut", "10",
+        "-e", "evalPriceCached", "0.25",
+        "-e", "evalAllowIrreversible", "true",
+        "-e", "evalChannel", "web",
+        "-e", "evalOnTakeover", "wait",
+        "-e", "evalFlags", "fast=on",
+        "-e", "learnSkills", "on",
+        "-e", "memory", "on",
+        "dev.agentfarm.simagent.test/androidx.test.runner.AndroidJUnitRunner",
+    ]
+
+
+def test_instrument_argv_leaves_out_what_was_not_asked() -> None:
+    tail = ["-e", "evalTasks", "/b", "dev.agentfarm.simagent.test/androidx.test.runner.AndroidJUnitRunner"]
+    head = ["am", "instrument", "-w", "-r", "-e", "class", SIM_PROFILE.eval_class, "-e", "evalRun", "r1"]
+    assert instrument_argv(_options(split="holdout"), "r1", "/b") == [*head, "-e", "evalSplit", "holdout", *tail]
+    # `all` is the absence of evalSplit; a zero price is a price, not a missing one.
+    argv = instrument_argv(_options(split="all", price_in=1e-7, price_out=123456789.0, price_cached=0.0), "r1", "/b")
+    assert argv == [*head, *tail[:3], "-e", "evalPriceIn", "1e-07", "-e", "evalPriceOut", "1.23457e+08",
+                    "-e", "evalPriceCached", "0", tail[3]]

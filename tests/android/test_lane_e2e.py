@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from farm.android.lane import RunRequest, run
+from farm.android.options import AgentOptions
 from farm.android.paths import raw_dir
 from farm.errors import FarmError
 from farm.results.stats import wilson
@@ -25,8 +26,8 @@ def _request(tmp_path: Path, **kw: object) -> RunRequest:
     if not tasks.exists():
         write_tasks(tasks)
     base: dict[str, object] = {
-        "split": "tune", "all_phones": True, "tasks_dir": tasks, "runs_dir": tmp_path / "runs",
-        "show_progress": False, "config": None, "idle_timeout_s": 60,
+        "agent": AgentOptions(split="tune"), "all_phones": True, "tasks_dir": tasks,
+        "runs_dir": tmp_path / "runs", "show_progress": False, "config": None, "idle_timeout_s": 60,
     }
     base.update(kw)
     return RunRequest(**base)  # type: ignore[arg-type]
@@ -44,7 +45,8 @@ def _pct(x: float | None) -> str:
 
 def test_two_phones_report_numbers_equal_a_recomputation_from_raw_scores(virtual_farm, tmp_path: Path) -> None:
     phones = virtual_farm(2)
-    result = run(_request(tmp_path, run_id="r-two", price_in=1.0, price_out=4.0, price_cached=0.1))
+    prices = AgentOptions(price_in=1.0, price_out=4.0, price_cached=0.1)
+    result = run(_request(tmp_path, run_id="r-two", agent=prices))
     run_dir = result.run_dir
     md = (run_dir / "report.md").read_text(encoding="utf-8")
     # Recompute from the pulled raw scores.jsonl of each phone, plus the harness skips; the verdict is the
@@ -123,6 +125,9 @@ def test_two_phones_report_numbers_equal_a_recomputation_from_raw_scores(virtual
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "finished" and {p["agent_version"] for p in manifest["phones"]} == {"0.9.0"}
     assert [t["id"] for t in manifest["tasks"]] and all(len(t["sha256"]) == 64 for t in manifest["tasks"])
+    assert manifest["lanes"][0]["detail"] == {
+        "split": "tune", "set": None, "executor": "instrument", "profile": "sim", "allow_irreversible": False,
+    }
 
 
 def test_probe_values_reach_the_checks_in_the_pushed_bundle(virtual_farm, tmp_path: Path) -> None:
@@ -255,13 +260,13 @@ def test_run_deadline_stops_the_phone_and_marks_the_rest_as_infrastructure_error
 
 def test_signed_in_comes_from_the_apps_logged_in_file(virtual_farm, tmp_path: Path) -> None:
     phone = virtual_farm(1)[0]
-    first = run(_request(tmp_path, run_id="r-login-1", allow_irreversible=True))
+    first = run(_request(tmp_path, run_id="r-login-1", agent=AgentOptions(allow_irreversible=True)))
     send = next(r for r in first.phones[0].records if r.task_id == "irrev-send")
     assert send.outcome == "skipped" and send.reasons == ["not signed in: dev.agentfarm.messenger (未登录)"]
     logged_in = phone.state.host_path("/sdcard/Android/data/dev.agentfarm.simagent/files/eval/logged-in.txt")
     logged_in.parent.mkdir(parents=True, exist_ok=True)
     logged_in.write_text("# signed in by hand\ndev.agentfarm.messenger\n", encoding="utf-8")
-    second = run(_request(tmp_path, run_id="r-login-2", allow_irreversible=True))
+    second = run(_request(tmp_path, run_id="r-login-2", agent=AgentOptions(allow_irreversible=True)))
     send = next(r for r in second.phones[0].records if r.task_id == "irrev-send")
     assert send.outcome != "skipped" and (send.source or "").startswith("scores.jsonl:")
 
