@@ -50,8 +50,9 @@ class FoundPhone:
         return self.client.device(self.serial)
 
 
-def discover(cfg: FarmConfig) -> list[FoundPhone]:
-    """Every phone on every adb server. A configured server that does not answer is a FarmError;
+def discover(cfg: FarmConfig, *, unreachable: list[str] | None = None) -> list[FoundPhone]:
+    """Every phone on every adb server. A configured server that does not answer is a FarmError —
+    or, when `unreachable` is given (a sweep, which goes on with the other hosts), listed there;
     the local server not answering means no local phones."""
     from adbutils import AdbClient, AdbError
 
@@ -62,6 +63,9 @@ def discover(cfg: FarmConfig) -> list[FoundPhone]:
         try:
             listed = client.list()
         except (AdbError, OSError) as exc:
+            if server.address() in configured and unreachable is not None:
+                unreachable.append(f"{server.address()}: {' '.join(str(exc).split())[:120]}")
+                continue
             if server.address() in configured:
                 raise FarmError(
                     f"adb server {server.address()} (farm.yaml adb_servers): unreachable ({exc})",

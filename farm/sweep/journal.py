@@ -277,6 +277,25 @@ class Journal:
                 (lease.unit_id,),
             )
 
+    def reused(self, unit: str, phone: str, outcome: str, passed: bool, source: str) -> None:
+        """A unit finished in another run whose record this run reuses (`--retry-from`)."""
+        with self._tx() as db:
+            db.execute(
+                "UPDATE units SET state = 'done', final_phone = ?, outcome = ?, passed = ?, reason = ? "
+                "WHERE unit_id = ? AND state = 'pending'",
+                (phone, outcome, int(passed), f"reused from {source}", unit),
+            )
+
+    def mark_done(self, lease: Lease, outcome: str, passed: bool) -> None:
+        """A leased unit whose record was found already written (a crash between the record and the journal)."""
+        with self._tx() as db:
+            self._end_try(db, lease, "ran", "record found on resume")
+            db.execute(
+                "UPDATE units SET state = 'done', final_phone = ?, outcome = ?, passed = ?, lease_phone = NULL "
+                "WHERE unit_id = ?",
+                (lease.phone, outcome, int(passed), lease.unit_id),
+            )
+
     def give_up(self, unit: str, reason: str) -> None:
         """A pending unit no phone can run any more (its phone quarantined or gone): unfinished."""
         with self._tx() as db:
