@@ -1,0 +1,209 @@
+"""history.md and history.html: `History` as tables (the same sections in both) and, in the html, inline SVG charts
+of the pass rate per night with Wilson whiskers (no scripts, no network)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
+
+from farm.errors import FarmError
+from farm.fsutil import create_new_text
+from farm.report.charts import rate_chart
+from farm.report.markdown import pct
+from farm.report.model import RateRow
+from farm.results.history import History, NightRow, PairChange
+
+HISTORY_FILES = ("history.md", "history.html")
+_NUMERIC = {"attempted", "passed", "errors", "rate", "planned", "skipped", "phones used", "left out", "repeat",
+            "passed now", "failed now"}
+_NUM_CLASS = ' class="n"'
+_RATE_HEAD = ["attempted", "passed", "errors", "rate", "95% CI (Wilson)", "planned", "skipped"]
+
+
+@dataclass
+class _Section:
+    title: str
+    head: list[str]
+    rows: list[list[str]]
+    text: list[str] = field(default_factory=list)
+    level: int = 2
+    chart: str = ""
+    """Inline SVG, html only."""
+    empty: str = "None."
+
+
+def default_out_dir(runs_dir: Path, label: str | None, newest: str) -> Path:
+    """`<runs-dir>/history/<label or all>-<newest run id>/` (the label made safe for a directory name)."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", label) if label else "all"
+    return runs_dir / "history" / f"{name}-{newest}"
+
+
+def _mark(night: NightRow) -> str:
+    # An unfinished night is incomplete evidence: every row and chart bar that shows it says so.
+    return "" if night.status == "finished" else f" ⚠ {night.status}"
+
+
+def _bar(night: NightRow, row: RateRow) -> RateRow:
+    # The chart cuts long labels at the end: the mark goes first so it survives (the table beside names the state).
+    return row.model_copy(update={"key": ("" if night.status == "finished" else "⚠ ") + night.run_id})
+
+
+def _rate_cells(row: RateRow) -> list[str]:
+    ci = "–" if row.low is None else f"{pct(row.low)} – {pct(row.high)}"
+    return [str(row.attempted), str(row.passed), str(row.errors), pct(row.rate), ci, str(row.planned),
+            str(row.skipped)]
+
+
+def _task(task_id: str, instance: str) -> str:
+    return f"{task_id} [instance {instance}]" if instance else task_id
+
+
+def _judged(passed: int, failed: int) -> str:
+    return f"{passed}/{passed + failed} passed" if passed + failed else "–"
+
+
+def _changes(title: str, rows: list[PairChange], text: str) -> _Section:
+    return _Section(
+        f"{title} ({len(rows)})",
+        ["task", "lane", "phone model / device", "previous night", "newest night", "judged on",
+         "why (first reason of each failure)"],
+        [[_task(c.task_id, c.instance), c.lane, c.group, _judged(c.before_passed, c.before_failed),
+          _judged(c.after_passed, c.after_failed), ", ".join(c.phones), "; ".join(c.reasons)] for c in rows],
+        [text], level=3,
+    )
+
+
+def _counting(h: History) -> list[str]:
+    holdout = ("Holdout pool: counted." if h.include_holdout else f"Holdout pool: hidden ({h.hidden_holdout} units"
+               " over these nights); pass --include-holdout to count it.")
+    return [
+        "Counted as the reports count: latest attempt per unit; skipped units are not attempted; infrastructure"
+        " errors stay in the denominator and are counted apart. Verdicts are before human re-judgement:"
+        " overrides are not applied in history.", holdout,
+    ]
+
+
+def _sections(h: History) -> list[_Section]:
+    nights = h.nights
+    out = [_Section(
+        "Pass rate per night", ["night", "created", "status", *_RATE_HEAD, "phones used", "left out"],
+        [[n.run_id + _mark(n), n.created_at, n.status, *_rate_cells(n.overall), str(n.phones_used),
+          str(n.phones_left_out)] for n in nights],
+        chart=rate_chart([_bar(n, n.overall) for n in nights]),
+    )]
+    for category in sorted({c.key for n in nights for c in n.by_category}):
+        rows = [(n, c) for n in nights for c in n.by_category if c.key == category]
+        out.append(_Section(
+            f"Category {category}", ["night", *_RATE_HEAD], [[n.run_id + _mark(n), *_rate_cells(c)] for n, c in rows],
+            level=3, chart=rate_chart([_bar(n, c) for n, c in rows]),
+        ))
+    if h.previous is None:
+        out.append(_Section("Newest night against the previous", [], [], empty="Only one night: nothing to compare."))
+    else:
+        p = "–" if h.mcnemar_p is None else f"{h.mcnemar_p:.4g}"
+        out.append(_Section(f"Newest night {h.newest} against the previous {h.previous}", [], [], text=[
+            "Pairs are task × phone model (task × device off the android lane); every judged unit of a pair counts"
+            " (phones of one model, repeats); skipped units and infrastructure errors are never judged.",
+            f"Pairs judged on both nights: {h.paired} · regressions {len(h.regressions)} · fixes {len(h.fixes)}"
+            f" · exact McNemar p = {p} (two-sided, over those pairs).",
+            *(f"⚠ {n.run_id} is {n.status}: the comparison covers only the units it ran." for n in nights[-2:]
+              if n.status != "finished"),
+        ], empty=""))
+        out += [
+            _changes("Regressions", h.regressions, "Every judged unit passed on the previous night; at least one"
+                     " failed on the newest."),
+            _changes("Fixes", h.fixes, "At least one judged unit failed on the previous night; every one passed on"
+                     " the newest."),
+            _changes("New on the newest night", h.new, "No unit at all on the previous night: not a regression."),
+            _changes("Gone from the newest night", h.gone, "Judged on the previous night, no unit on the newest."),
+            _Section(f"Newly flaky ({len(h.flaky)})", ["task", "lane", "phone model / device", "passed now",
+                                                       "failed now", "previous night"],
+                     [[_task(f.task_id, f.instance), f.lane, f.group, str(f.passed), str(f.failed), f.before]
+                      for f in h.flaky],
+                     ["Judged units disagree on the newest night (repeats, or phones of one model), and did not on"
+                      " the previous night."], level=3),
+        ]
+    if h.newest is not None:
+        out.append(_Section(
+            f"Infrastructure errors on the newest night ({len(h.errors)})", ["task", "lane", "repeat", "phone",
+                                                                            "reason"],
+            [[_task(e.task_id, e.instance), e.lane, str(e.repeat), e.phone, e.reason] for e in h.errors],
+            ["Listed apart: an infrastructure error is never a regression (it stays in the rate's denominator)."],
+            level=3,
+        ))
+    out.append(_Section(
+        f"Phone health changes ({len(h.health)})", ["between", "phone", "change", "reason"],
+        [[f"{c.before_run} → {c.after_run}", c.phone, c.kind.replace("_", " "), c.reason or ""] for c in h.health],
+        ["From the manifests: used ↔ left out by the health gate, or a phone that appeared or disappeared."
+         " Phones are labelled by model, numbered over these nights (never by serial)."],
+    ))
+    return out
+
+
+def _title(h: History) -> str:
+    which = f"label {h.label!r}" if h.label is not None else "all runs"
+    return f"Night over night — {which}, {len(h.nights)} night{'' if len(h.nights) == 1 else 's'}"
+
+
+def _md_cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def render_history_markdown(h: History) -> str:
+    """The whole history.md."""
+    lines = [f"# {_title(h)}", "", f"Runs read from {h.runs_dir}; newest night {h.newest}."]
+    lines += [f"\n{t}" for t in _counting(h)] + [f"\n**Warning:** {_md_cell(w)}" for w in h.warnings]
+    for s in _sections(h):
+        lines += ["", f"{'#' * s.level} {s.title}", *(f"\n{t}" for t in s.text)]
+        if s.rows:
+            lines += ["", "| " + " | ".join(s.head) + " |",
+                      "|" + "|".join("---:" if c in _NUMERIC else "---" for c in s.head) + "|"]
+            lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in s.rows]
+        elif s.empty:
+            lines += ["", s.empty]
+    return "\n".join(lines) + "\n"
+
+
+_STYLE = """body { font-family: sans-serif; margin: 2em; color: #222; max-width: 1100px; }
+table { border-collapse: collapse; margin: .5em 0 1.5em; }
+th, td { border: 1px solid #ccc; padding: .25em .6em; text-align: left; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; }
+.note { color: #555; }
+.warn { background: #fde2e1; padding: .4em .8em; border-left: 4px solid #c0392b; }"""
+
+
+def render_history_html(h: History) -> str:
+    """The self-contained history.html (inline CSS and SVG; no scripts, no network)."""
+    title = escape(_title(h))
+    parts = [f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{title}</title>',
+             f"<style>\n{_STYLE}\n</style>\n</head>\n<body>\n<h1>{title}</h1>",
+             f'<p class="note">Runs read from {escape(h.runs_dir)}; newest night {escape(h.newest or "–")}.</p>']
+    parts += [f'<p class="note">{escape(t)}</p>' for t in _counting(h)]
+    parts += [f'<p class="warn">Warning: {escape(w)}</p>' for w in h.warnings]
+    for s in _sections(h):
+        parts.append(f"<h{s.level}>{escape(s.title)}</h{s.level}>")
+        parts += [f"<p>{escape(t)}</p>" for t in s.text]
+        parts.append(s.chart)  # built from numbers and escaped labels by rate_chart
+        if s.rows:
+            parts.append("<table><tr>" + "".join(f"<th>{escape(c)}</th>" for c in s.head) + "</tr>")
+            parts += ["<tr>" + "".join(f"<td{_NUM_CLASS if c in _NUMERIC else ''}>{escape(v)}</td>"
+                                       for c, v in zip(s.head, row, strict=True)) + "</tr>" for row in s.rows]
+            parts.append("</table>")
+        elif s.empty:
+            parts.append(f"<p>{escape(s.empty)}</p>")
+    parts.append("</body>\n</html>\n")
+    return "\n".join(p for p in parts if p)
+
+
+def write_history(h: History, out_dir: Path) -> list[Path]:
+    """Write history.md and history.html into `out_dir`; refuse (FarmError) when either exists, before writing."""
+    paths = [out_dir / name for name in HISTORY_FILES]
+    for path in paths:
+        if path.exists():
+            raise FarmError(f"{path}: already exists", hint="pass --out with a new directory; history is never"
+                                                            " overwritten")
+    for path, text in zip(paths, (render_history_markdown(h), render_history_html(h)), strict=True):
+        create_new_text(path, text, what="history")
+    return paths

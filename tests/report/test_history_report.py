@@ -1,0 +1,143 @@
+"""history.md and history.html, and the `farm history` command."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from farm.errors import FarmError
+from farm.report.history import default_out_dir, render_history_html, render_history_markdown, write_history
+from farm.results.history import History, load_history
+from tests.helpers.nights import night_records, write_night
+
+FARM = Path(sys.executable).with_name("farm")
+
+
+def _history(runs: Path, *, reason: str = "failed") -> History:
+    """Three nights; t-reg regresses on the Galaxy on night 3, whose run was interrupted."""
+    for day in (1, 2, 3):
+        verdicts = {("t-ok", "P1"): True, ("t-reg", "G1"): day < 3}
+        recs = night_records(f"n{day}", verdicts)
+        for r in recs:
+            if not r.passed:
+                r.reasons = [reason]
+        write_night(runs, f"n{day}", recs, day=day, status="interrupted" if day == 3 else "finished",
+                    left_out={"P2": "screen stays locked"} if day == 2 else None)
+    return load_history(runs, label="nightly")
+
+
+def _farm(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(FARM), "history", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+def test_markdown_has_a_row_per_night_and_marks_the_interrupted_one(tmp_path: Path) -> None:
+    md = render_history_markdown(_history(tmp_path))
+    assert "| n1 | 2026-12-01T03:00:00.000000Z | finished | 2 | 2 | 0 | 100.0% | 34.2% – 100.0% | 2 | 0 | 3 | 0 |" in md
+    assert "| n3 ⚠ interrupted | 2026-12-03T03:00:00.000000Z | interrupted | 2 | 1 | 0 | 50.0% |" in md
+
+
+def test_markdown_lists_the_regression_and_the_mcnemar_p(tmp_path: Path) -> None:
+    md = render_history_markdown(_history(tmp_path))
+    assert "### Regressions (1)" in md
+    assert "| t-reg | android | Galaxy S24 | 1/1 passed | 0/1 passed | Galaxy S24 #1 | failed |" in md
+    assert "regressions 1 · fixes 0 · exact McNemar p = 1 " in md
+    assert "### Fixes (0)" in md
+
+
+def test_both_outputs_say_re_judgement_is_not_applied(tmp_path: Path) -> None:
+    h = _history(tmp_path)
+    for text in (render_history_markdown(h), render_history_html(h)):
+        assert "overrides are not applied in history" in text
+
+
+def test_markdown_lists_the_health_change_with_its_reason(tmp_path: Path) -> None:
+    md = render_history_markdown(_history(tmp_path))
+    assert "| n1 → n2 | Pixel 8 #2 | left out | screen stays locked |" in md
+    assert "| n2 → n3 | Pixel 8 #2 | back | screen stays locked |" in md
+
+
+def test_html_is_self_contained_with_a_chart_per_night_and_per_category(tmp_path: Path) -> None:
+    html = render_history_html(_history(tmp_path))
+    assert html.count("<svg") == 2  # overall, and the one category
+    assert "<script" not in html and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "<td>n3 ⚠ interrupted</td>" in html
+    assert ">⚠ n3</text>" in html  # the chart's bar label carries the mark first, where truncation cannot cut it
+    assert "<td>t-reg</td>" in html
+
+
+def test_html_escapes_what_the_records_say(tmp_path: Path) -> None:
+    html = render_history_html(_history(tmp_path, reason="<script>alert(1)</script>"))
+    assert "<script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_a_pipe_in_a_reason_does_not_break_the_markdown_table(tmp_path: Path) -> None:
+    md = render_history_markdown(_history(tmp_path, reason="a | b\nc"))
+    assert "| a \\| b c |" in md
+
+
+def test_default_out_dir_is_under_runs_history_and_safe(tmp_path: Path) -> None:
+    assert default_out_dir(tmp_path, "nightly", "n3") == tmp_path / "history" / "nightly-n3"
+    assert default_out_dir(tmp_path, None, "n3") == tmp_path / "history" / "all-n3"
+    # A label is free text: it becomes one directory name, never a path out of history/.
+    odd = default_out_dir(tmp_path, "../x y/z", "n3")
+    assert odd.parent == tmp_path / "history" and odd.name == ".._x_y_z-n3"
+
+
+def test_writing_twice_is_refused_naming_the_path_and_leaves_the_first_intact(tmp_path: Path) -> None:
+    h = _history(tmp_path / "runs")
+    out = tmp_path / "out"
+    md, _html = write_history(h, out)
+    first = md.read_text(encoding="utf-8")
+    with pytest.raises(FarmError) as exc:
+        write_history(h, out)
+    assert exc.value.line() == f"{md}: already exists — pass --out with a new directory; history is never overwritten"
+    assert md.read_text(encoding="utf-8") == first
+
+
+def test_an_existing_html_alone_blocks_both_files(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "history.html").write_text("mine", encoding="utf-8")
+    with pytest.raises(FarmError, match="history.html: already exists"):
+        write_history(_history(tmp_path / "runs"), out)
+    assert not (out / "history.md").exists()
+
+
+def test_cli_writes_both_files_into_the_default_directory_and_prints_them(tmp_path: Path) -> None:
+    _history(tmp_path)
+    proc = _farm("--label", "nightly", "--runs-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "history" / "nightly-n3"
+    assert proc.stdout.splitlines() == [str(out / "history.md"), str(out / "history.html")]
+    assert "### Regressions (1)" in (out / "history.md").read_text(encoding="utf-8")
+
+
+def test_cli_refuses_to_overwrite_with_exit_2(tmp_path: Path) -> None:
+    _history(tmp_path)
+    assert _farm("--label", "nightly", "--runs-dir", str(tmp_path)).returncode == 0
+    proc = _farm("--label", "nightly", "--runs-dir", str(tmp_path))
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (f"error: {tmp_path / 'history' / 'nightly-n3' / 'history.md'}: already exists —"
+                                   " pass --out with a new directory; history is never overwritten")
+
+
+def test_cli_without_matching_runs_exits_2_naming_the_label_and_the_place(tmp_path: Path) -> None:
+    write_night(tmp_path, "a", night_records("a", {("t", "G1"): True}), day=1, label="weekly")
+    proc = _farm("--label", "nightly", "--runs-dir", str(tmp_path))
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert proc.stderr.startswith(f"error: {tmp_path}: no runs labelled 'nightly'")
+    assert "Traceback" not in proc.stderr
+
+
+def test_cli_reads_the_runs_directory_from_farm_yaml_by_default(tmp_path: Path) -> None:
+    _history(tmp_path / "nightly-runs")
+    (tmp_path / "farm.yaml").write_text("runs_dir: nightly-runs\n", encoding="utf-8")
+    proc = _farm("--label", "nightly", "--last", "2", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    md = (tmp_path / "nightly-runs" / "history" / "nightly-n3" / "history.md").read_text(encoding="utf-8")
+    assert "label 'nightly', 2 nights" in md
