@@ -39,9 +39,9 @@ def version() -> None:
 
 def _register() -> None:
     # Each module adds its own commands or sub-app; the order is the order of `farm --help`.
-    from farm.cli import android, desktop, history, report, sim, tasks, web
+    from farm.cli import android, desktop, history, report, sim, sweep, tasks, web
 
-    for module in (tasks, sim, android, report, history, web, desktop):
+    for module in (tasks, sim, android, sweep, report, history, web, desktop):
         module.register(app)
 
 

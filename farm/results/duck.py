@@ -54,6 +54,7 @@ RECORD_COLUMNS: dict[str, str] = {
     "started_at": "VARCHAR",
     "ended_at": "VARCHAR",
     "source": "VARCHAR",
+    "evidence": "VARCHAR",
     "markers": "VARCHAR[]",
     "extra": "JSON",
 }

@@ -151,6 +151,9 @@ class Record(BaseModel):
     """ISO-8601 UTC end."""
     source: str | None = None
     """Provenance: the file (and line) this record was normalised from."""
+    evidence: str | None = None
+    """This attempt's run record (`<id>/run/`: transcript, screens, final answer), relative to the run directory;
+    what re-judgement may quote. The lane that wrote the record says where it is; results never guess."""
     markers: list[str] = Field(default_factory=list)
     """Markers the task created on the device (for the clean-up list)."""
     extra: dict[str, JsonValue] = Field(default_factory=dict)

@@ -286,14 +286,20 @@ class Journal:
                 (phone, outcome, int(passed), f"reused from {source}", unit),
             )
 
-    def mark_done(self, lease: Lease, outcome: str, passed: bool) -> None:
-        """A leased unit whose record was found already written (a crash between the record and the journal)."""
+    def mark_recorded(self, unit: str, phone: str, outcome: str, passed: bool) -> None:
+        """A unit whose final record is already in records.jsonl (a crash came between the record and the
+        journal): it ends as the record says, and is never run again."""
+        state = "unfinished" if outcome == "error" else "done"
         with self._tx() as db:
-            self._end_try(db, lease, "ran", "record found on resume")
             db.execute(
-                "UPDATE units SET state = 'done', final_phone = ?, outcome = ?, passed = ?, lease_phone = NULL "
+                "UPDATE tries SET ended = ?, kind = 'ran', reason = 'record found on resume' "
+                "WHERE unit_id = ? AND ended IS NULL",
+                (time.time(), unit),
+            )
+            db.execute(
+                "UPDATE units SET state = ?, final_phone = ?, outcome = ?, passed = ?, lease_phone = NULL "
                 "WHERE unit_id = ?",
-                (lease.phone, outcome, int(passed), lease.unit_id),
+                (state, phone, outcome, int(passed), unit),
             )
 
     def give_up(self, unit: str, reason: str) -> None:
@@ -325,6 +331,15 @@ class Journal:
         with self._tx() as db:
             self._end_try(db, lease, "interrupted", reason)
             db.execute("UPDATE units SET state = 'pending', lease_phone = NULL WHERE unit_id = ?", (lease.unit_id,))
+
+    def requeue_unfinished(self) -> int:
+        """Units left unfinished (their phones lost or quarantined) go back on the queue; their tries are kept,
+        so the next try's record supersedes the error record by its higher attempt number."""
+        with self._tx() as db:
+            return db.execute(
+                "UPDATE units SET state = 'pending', outcome = NULL, passed = NULL, reason = NULL "
+                "WHERE state = 'unfinished'"
+            ).rowcount
 
     # -- reading -----------------------------------------------------------------------------------
     def units(self, state: UnitState | None = None) -> list[UnitRow]:

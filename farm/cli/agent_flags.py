@@ -1,0 +1,60 @@
+"""The agent and host-executor flags, declared once for every command that runs tasks (`run`, `sweep`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from farm.android.options import AgentOptions, HostSettings, from_flags
+
+SetPrefix = Annotated[str | None, typer.Option("--set", help="Task directory or id prefix (e.g. read/system).")]
+Profile = Annotated[str | None, typer.Option("--profile", help="Instrument profile from farm.yaml.")]
+ExecutorName = Annotated[str, typer.Option("--executor", help="instrument (agent app) or host.")]
+AllowIrreversible = Annotated[bool, typer.Option("--allow-irreversible", help="Run irreversible tasks (real).")]
+PriceIn = Annotated[float | None, typer.Option("--price-in", help="USD per million input tokens.")]
+PriceOut = Annotated[float | None, typer.Option("--price-out", help="USD per million output tokens.")]
+PriceCached = Annotated[float | None, typer.Option("--price-cached", help="USD per million cached tokens.")]
+OnTakeover = Annotated[str | None, typer.Option("--on-takeover", help="cancel or wait.")]
+Channel = Annotated[str | None, typer.Option("--channel", help="Force web or app.")]
+Flags = Annotated[str | None, typer.Option("--flags", help="evalFlags: none or key=on,…")]
+LearnSkills = Annotated[bool, typer.Option("--learn-skills", help="Let the agent learn skills.")]
+Memory = Annotated[bool, typer.Option("--memory", help="Let the agent keep memories.")]
+TasksDir = Annotated[Path | None, typer.Option("--tasks-dir", help="Task set root (default tasks/).")]
+RunsDir = Annotated[Path | None, typer.Option("--runs-dir", help="Where runs go (default runs/).")]
+Config = Annotated[Path | None, typer.Option("--config", help="farm.yaml (default ./farm.yaml if present).")]
+Policy = Annotated[str | None, typer.Option("--policy", help="host executor: model or scripted.")]
+Model = Annotated[str | None, typer.Option("--model", help="host executor: model name.")]
+Provider = Annotated[str | None, typer.Option("--provider", help="host executor: openai or anthropic.")]
+BaseUrl = Annotated[str | None, typer.Option("--base-url", help="host executor: model endpoint.")]
+ApiKeyEnv = Annotated[str | None, typer.Option("--api-key-env", help="host executor: variable holding the key.")]
+ReasoningEffort = Annotated[str | None, typer.Option("--reasoning-effort", help="host executor: minimal…high.")]
+Screenshots = Annotated[bool, typer.Option("--screenshots", help="host executor: send screenshots to the model.")]
+ScriptsDir = Annotated[Path | None, typer.Option("--scripts-dir", help="host executor: scripted policy's scripts.")]
+
+
+def agent_options(
+    *, split: str, set_prefix: str | None, allow_irreversible: bool, price_in: float | None, price_out: float | None,
+    price_cached: float | None, on_takeover: str | None, channel: str | None, flags: str | None, learn_skills: bool,
+    memory: bool,
+) -> AgentOptions:
+    """The agent options from the flags (a bad choice is one line naming the flag)."""
+    return from_flags(
+        AgentOptions, split=split, set_prefix=set_prefix, allow_irreversible=allow_irreversible, price_in=price_in,
+        price_out=price_out, price_cached=price_cached, on_takeover=on_takeover, channel=channel, flags=flags,
+        learn_skills=learn_skills, memory=memory,
+    )
+
+
+def host_settings(
+    executor: str, *, policy: str | None, model: str | None, provider: str | None, base_url: str | None,
+    api_key_env: str | None, reasoning_effort: str | None, screenshots: bool, scripts_dir: Path | None,
+) -> HostSettings | None:
+    """The host executor's settings from the flags; None for the instrument executor."""
+    if executor != "host":
+        return None
+    return from_flags(
+        HostSettings, policy=policy, model=model, provider=provider, base_url=base_url, api_key_env=api_key_env,
+        reasoning_effort=reasoning_effort, screenshots=screenshots, scripts_dir=scripts_dir,
+    )

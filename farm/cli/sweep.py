@@ -1,0 +1,118 @@
+"""`farm sweep`: the nightly sweep across every phone of every farm host."""
+
+from __future__ import annotations
+
+import sys
+from typing import cast
+
+import typer
+
+from farm.cli import agent_flags as af
+from farm.errors import FarmError
+
+_HELP = (
+    "Run the task set on every healthy phone of every adb server, from one durable queue.\n\n"
+    "Units (task × phone or any phone × repeat) are journaled in the run directory: each record is written "
+    "the moment its unit is scored, a unit whose phone fails for an infrastructure reason moves to another "
+    "eligible phone (each try is kept), a phone that keeps failing is quarantined, and Ctrl-C/SIGTERM stop "
+    "dispatch and leave the run resumable with --resume RUN.\n\n"
+    "Exit status: 0 every unit finished; 3 units were left unfinished (phones lost or quarantined, or the "
+    "sweep was stopped: resume it); 4 every unit finished but the pass rate is below --fail-under; 2 bad "
+    "input, a changed code/task/config on resume, or another sweep holds the farm's lock."
+)
+
+
+def sweep_cmd(
+    split: str = typer.Option("all", "--split", help="tune, holdout or all."),
+    spread: str = typer.Option("every-phone", "--spread",
+                               help="every-phone (each phone runs every task it can) or shard (each task once)."),
+    repeats: int = typer.Option(1, "--repeats", min=1, help="Runs of each unit (pass@k, pass^k, flaky list)."),
+    device: list[str] = typer.Option([], "--device", help="Only this phone (repeatable); default every phone."),
+    all_phones: bool = typer.Option(True, "--all-phones/--listed-phones",
+                                    help="Every healthy phone (the default), or only --device ones."),
+    label: str | None = typer.Option(None, "--label", help="Tag of the run, e.g. nightly (see farm history)."),
+    run_id: str | None = typer.Option(None, "--run-id", help="Run id (default <yyyymmdd-hhmmss>-<label>)."),
+    resume: str | None = typer.Option(None, "--resume", help="Continue the stopped sweep RUN."),
+    retry_from: str | None = typer.Option(None, "--retry-from",
+                                          help="New run (--run-id) reusing RUN's finished units (mixed provenance)."),
+    max_tries: int = typer.Option(3, "--max-tries", min=1, help="Tries of a unit after infrastructure failures."),
+    quarantine_after: int = typer.Option(3, "--quarantine-after", min=1,
+                                         help="Infrastructure failures in a row that quarantine a phone."),
+    recheck: float = typer.Option(60.0, "--recheck", help="Seconds between health checks of quarantined phones."),
+    fail_under: float | None = typer.Option(None, "--fail-under", min=0.0, max=1.0,
+                                            help="Exit 4 when the pass rate is below this (0–1)."),
+    quiet: bool = typer.Option(False, "--quiet", help="No line per finished unit."),
+    set_prefix: af.SetPrefix = None,
+    profile: af.Profile = None,
+    executor: af.ExecutorName = "instrument",
+    allow_irreversible: af.AllowIrreversible = False,
+    price_in: af.PriceIn = None,
+    price_out: af.PriceOut = None,
+    price_cached: af.PriceCached = None,
+    on_takeover: af.OnTakeover = None,
+    channel: af.Channel = None,
+    flags: af.Flags = None,
+    learn_skills: af.LearnSkills = False,
+    memory: af.Memory = False,
+    tasks_dir: af.TasksDir = None,
+    runs_dir: af.RunsDir = None,
+    config: af.Config = None,
+    policy: af.Policy = None,
+    model: af.Model = None,
+    provider: af.Provider = None,
+    base_url: af.BaseUrl = None,
+    api_key_env: af.ApiKeyEnv = None,
+    reasoning_effort: af.ReasoningEffort = None,
+    screenshots: af.Screenshots = False,
+    scripts_dir: af.ScriptsDir = None,
+) -> None:
+    from farm.sweep.plan import Spread
+    from farm.sweep.request import SweepRequest
+    from farm.sweep.sweep import sweep
+
+    if spread not in ("every-phone", "shard"):
+        raise FarmError(f"--spread {spread}: invalid", hint="use every-phone or shard")
+    if executor not in ("instrument", "host"):
+        raise FarmError(f"--executor {executor}: unknown executor", hint="use instrument or host")
+    if resume and (retry_from or run_id):
+        raise FarmError("--resume RUN continues that run", hint="leave out --run-id and --retry-from")
+    if retry_from and not run_id:
+        raise FarmError("--retry-from OLD makes a new run", hint="pass --run-id NEW")
+    if not all_phones and not device:
+        raise FarmError("--listed-phones without --device", hint="name the phones with --device SERIAL")
+    agent = af.agent_options(
+        split=split, set_prefix=set_prefix, allow_irreversible=allow_irreversible, price_in=price_in,
+        price_out=price_out, price_cached=price_cached, on_takeover=on_takeover, channel=channel, flags=flags,
+        learn_skills=learn_skills, memory=memory,
+    )
+    host = af.host_settings(executor, policy=policy, model=model, provider=provider, base_url=base_url,
+                            api_key_env=api_key_env, reasoning_effort=reasoning_effort, screenshots=screenshots,
+                            scripts_dir=scripts_dir)
+    req = SweepRequest(
+        agent=agent, spread=cast(Spread, spread), repeats=repeats, host=host,
+        executor="host" if executor == "host" else "instrument",
+        serials=device, profile=profile, run_id=resume or run_id, resume=resume is not None, retry_from=retry_from,
+        label=label, max_tries=max_tries, quarantine_after=quarantine_after, recheck_s=recheck,
+        fail_under=fail_under, tasks_dir=tasks_dir, runs_dir=runs_dir, config=config,
+        command=["farm", *sys.argv[1:]], show_progress=not quiet,
+    )
+    result = sweep(req)
+    c = result.counts
+    print(f"run: {result.run_dir}")
+    print(f"units: {c['done']} finished · {c['unfinished']} unfinished · {c['pending'] + c['leased']} not run"
+          + (" (interrupted)" if result.interrupted else ""))
+    for serial, why in result.quarantined.items():
+        print(f"quarantined {serial}: {'; '.join(why)}", file=sys.stderr)
+    for path in result.reports:
+        print(path)
+    if result.exit_code:
+        raise typer.Exit(result.exit_code)
+
+
+sweep_cmd.__doc__ = _HELP
+
+
+def register(app: typer.Typer) -> None:
+    """Add `farm sweep` to the root app."""
+    app.command("sweep", help=_HELP)(sweep_cmd)
+

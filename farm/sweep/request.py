@@ -1,0 +1,79 @@
+"""What `farm sweep` is asked to do: the agent's options (shared with `farm run`) and the sweep's own."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import JsonValue
+
+from farm.android.options import AgentOptions, HostSettings
+from farm.sweep.plan import Spread
+
+EXIT_OK = 0
+"""Every unit finished (passed, failed or skipped: each has its verdict)."""
+EXIT_UNFINISHED = 3
+"""Some units were left unfinished (their phones were lost or quarantined, or the sweep was stopped)."""
+EXIT_BELOW = 4
+"""Every unit finished, but the pass rate is below `--fail-under`."""
+
+
+@dataclass
+class SweepRequest:
+    """Everything one `farm sweep` (new, resumed, or retrying another run) was asked to do."""
+
+    agent: AgentOptions = field(default_factory=lambda: AgentOptions(split="all"))
+    """What the agent run is asked to do (split, set, prices, agent switches)."""
+    spread: Spread = "every-phone"
+    """`every-phone`: each phone runs every task it can (device coverage); `shard`: each task × repeat runs
+    once, on whichever eligible phone is free first."""
+    repeats: int = 1
+    """Runs of each unit (pass@k / pass^k and the flaky list need more than one)."""
+    executor: Literal["instrument", "host"] = "instrument"
+    """`instrument` (the agent app on the phone) or `host` (host_agent)."""
+    host: HostSettings | None = None
+    """Policy and model for the host executor."""
+    serials: list[str] = field(default_factory=list)
+    """Only these phones; empty = every healthy phone of every adb server."""
+    profile: str | None = None
+    """Instrument profile name in farm.yaml."""
+    run_id: str | None = None
+    """Run id (with `resume`: the run to continue)."""
+    resume: bool = False
+    """Continue the stopped sweep `run_id`."""
+    retry_from: str | None = None
+    """A new run that reuses this run's finished units (provenance `mixed`)."""
+    label: str | None = None
+    """Tag of the run (`nightly`), for `farm history`."""
+    max_tries: int = 3
+    """Tries of one unit before it is left unfinished (infrastructure failures only)."""
+    quarantine_after: int = 3
+    """Infrastructure failures in a row after which a phone is quarantined."""
+    recheck_s: float = 60.0
+    """How often quarantined phones are health-checked for re-admission."""
+    fail_under: float | None = None
+    """Exit status 4 when the pass rate is below this (0–1)."""
+    tasks_dir: Path | None = None
+    """Task set root; null = farm.yaml `tasks_dir`."""
+    runs_dir: Path | None = None
+    """Where run directories go; null = farm.yaml `runs_dir`."""
+    config: Path | None = None
+    """farm.yaml; null = ./farm.yaml when present, else the defaults."""
+    probes_dir: Path | None = None
+    """Probe catalogue; null = the built-in one."""
+    idle_timeout_s: float | None = None
+    """No-output watchdog per unit; null = farm.yaml `idle_timeout_s`."""
+    command: list[str] = field(default_factory=list)
+    """The command line, recorded in the manifest."""
+    show_progress: bool = True
+    """Print a line per finished unit."""
+
+    def identity_options(self) -> dict[str, JsonValue]:
+        """The options a resume must find unchanged (what the units measure, not how they are scheduled)."""
+        return {
+            "agent": self.agent.model_dump(mode="json"), "spread": self.spread, "repeats": self.repeats,
+            "executor": self.executor, "profile": self.profile,
+            "host": self.host.model_dump(mode="json") if self.host else None,
+            "serials": list[JsonValue](sorted(self.serials)),
+        }

@@ -1,0 +1,250 @@
+"""`farm sweep`: every unit of a sweep on every healthy phone of every host, from one durable queue.
+
+One worker thread per phone pulls its next unit from the journal (its own pinned units, and the
+unpinned units of tasks it can run), runs it, and appends the unit's record the moment it is
+scored. An infrastructure failure puts the unit back on the queue for another eligible phone (at
+most `max_tries` tries, each kept in the journal); an agent failure is a result, never retried. A
+phone with `quarantine_after` infrastructure failures in a row is quarantined for the rest of the
+sweep and re-admitted when it passes the health gate again. Ctrl-C or SIGTERM stops dispatch;
+running units finish and the run is left `interrupted`, to be continued with `--resume`.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from farm import manifest as mf
+from farm.android import devices, health
+from farm.android.executor import Executor, NullProgress, ResolvedTask
+from farm.android.lane import load_executor
+from farm.android.options import RunOptions
+from farm.android.prepare import PhoneFacts, Resolver, installed_packages, prepare, signed_in
+from farm.config import FarmConfig
+from farm.results.record import Execution, Record
+from farm.results.store import RECORDS_FILE, append_records
+from farm.sweep.journal import Journal, Lease
+from farm.sweep.plan import PhonePlan
+from farm.sweep.request import SweepRequest
+from farm.sweep.unit_run import PhoneSlot, run_unit
+from farm.taskset.loader import LoadedTask
+from farm.taskset.probes import load_catalogue
+
+WAIT_S = 0.2
+"""How often an idle worker looks again while a unit it may take is held back for another phone."""
+
+
+@dataclass
+class Fleet:
+    """The phones of a sweep: healthy slots by serial, and what the gate said of each phone it saw."""
+
+    slots: dict[str, PhoneSlot] = field(default_factory=dict)
+    plans: list[PhonePlan] = field(default_factory=list)
+    healths: list[health.PhoneHealth] = field(default_factory=list)
+    unreachable: list[str] = field(default_factory=list)
+    """adb servers that did not answer (`host:port: why`)."""
+
+
+def gather_fleet(
+    cfg: FarmConfig, req: SweepRequest, opts: RunOptions, tasks: list[LoadedTask], run_id: str,
+    only: set[str] | None = None,
+) -> Fleet:
+    """Discover phones on every adb server, gate their health, resolve every task on the healthy ones."""
+    fleet = Fleet()
+    found = devices.discover(cfg, unreachable=fleet.unreachable)
+    if req.serials:
+        found = [p for p in found if p.serial in req.serials]
+    if only is not None:
+        found = [p for p in found if p.serial in only]
+    gate = opts.profile if req.executor == "instrument" else None
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(found)))) as pool:
+        fleet.healths = list(pool.map(lambda p: health.check(p, cfg.health, gate), found))
+    labels = phone_labels(fleet.healths)
+    catalogue = load_catalogue(req.probes_dir)
+
+    def resolve(phone: devices.FoundPhone) -> tuple[PhoneSlot, PhonePlan] | None:
+        device = phone.device()
+        try:
+            facts = PhoneFacts(installed_packages(device), signed_in(device, phone.serial, cfg, opts.profile))
+            resolver = Resolver(device, facts, catalogue, run=run_id, allow_irreversible=opts.agent.allow_irreversible)
+            prepared = prepare(resolver, tasks)
+        except Exception:  # noqa: BLE001 - a phone that cannot be prepared is left out, the night goes on
+            return None
+        resolved: dict[str, ResolvedTask] = {t.id: t for t in prepared.tasks}
+        model = next((h.model for h in fleet.healths if h.serial == phone.serial), None)
+        plan = PhonePlan(phone.serial, model, frozenset(resolved), {lt.task.id: why for lt, why in prepared.skipped})
+        return PhoneSlot(phone.serial, labels[phone.serial], device, resolved), plan
+
+    healthy = [p for p, h in zip(found, fleet.healths, strict=True) if h.ok]
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(healthy)))) as pool:
+        for got in pool.map(resolve, healthy):
+            if got is not None:
+                fleet.slots[got[0].serial] = got[0]
+                fleet.plans.append(got[1])
+    return fleet
+
+
+def phone_labels(healths: list[health.PhoneHealth]) -> dict[str, str]:
+    """Serial → `<model> #n` (reports never show serials)."""
+    counts: dict[str, int] = {}
+    out = {}
+    for h in sorted(healths, key=lambda h: (h.model or "device", h.serial)):
+        model = h.model or "device"
+        counts[model] = counts.get(model, 0) + 1
+        out[h.serial] = f"{model} #{counts[model]}"
+    return out
+
+
+@contextmanager
+def stop_on_signals(stop: threading.Event, on_stop: Callable[[str], None]) -> Iterator[None]:
+    """SIGINT and SIGTERM set `stop` (dispatch ends, running units finish); a second SIGINT interrupts."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, _frame: Any) -> None:
+        if stop.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        stop.set()
+        on_stop(signal.Signals(signum).name)
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+class Dispatcher:
+    """Runs a journal's units on a fleet until nothing is left that a phone can take (or `stop` is set)."""
+
+    def __init__(
+        self, journal: Journal, fleet: Fleet, executor: Executor, opts: RunOptions, *, run_id: str, run_dir: Path,
+        execution: Execution, req: SweepRequest, refresh: Callable[[set[str]], Fleet], stop: threading.Event,
+        on_record: Callable[[Record], None] = lambda _r: None,
+    ) -> None:
+        self.journal, self.fleet, self.executor, self.opts = journal, fleet, executor, opts
+        self.run_id, self.run_dir, self.execution, self.req = run_id, run_dir, execution, req
+        self.refresh, self.stop, self.on_record = refresh, stop, on_record
+        self._append_lock = threading.Lock()
+        self._threads: dict[str, threading.Thread] = {}
+        self._busy: set[str] = set()
+        self.notes: list[str] = []
+
+    def run(self) -> None:
+        """Start a worker per phone; re-admit quarantined phones that pass the gate; return when done."""
+        for serial in self.fleet.slots:
+            self.journal.add_phone(serial, "", next((p.model for p in self.fleet.plans if p.serial == serial), None))
+            self._start(serial)
+        last_check = time.monotonic()
+        while True:
+            alive = [s for s, t in self._threads.items() if t.is_alive()]
+            if not alive:
+                if self.stop.is_set() or not self._readmit():
+                    return
+                continue
+            if time.monotonic() - last_check > self.req.recheck_s:
+                last_check = time.monotonic()
+                self._readmit()
+            time.sleep(WAIT_S)
+
+    def _start(self, serial: str) -> None:
+        thread = threading.Thread(target=self._worker, args=(serial,), name=f"sweep-{serial}", daemon=True)
+        self._threads[serial] = thread
+        thread.start()
+
+    def _readmit(self) -> bool:
+        """Health-check quarantined phones that pending units still need; start workers for those that pass."""
+        states = self.journal.phone_states()
+        waiting = {s for s, st in states.items() if st != "active"}
+        if not waiting or not self.journal.counts()["pending"]:
+            return False
+        back = self.refresh(waiting)
+        for serial, slot in back.slots.items():
+            self.fleet.slots[serial] = slot
+            self.journal.add_phone(serial, "", None)
+            self.notes.append(f"{slot.label}: re-admitted after a health check")
+            self._start(serial)
+        return bool(back.slots)
+
+    def _others_active(self, serial: str) -> bool:
+        return any(t.is_alive() for s, t in self._threads.items() if s != serial)
+
+    def _could_take(self, serial: str) -> bool:
+        slot = self.fleet.slots[serial]
+        return any(
+            u.pin == serial or (not u.pin and u.task_id in slot.resolved) for u in self.journal.units("pending")
+        )
+
+    def _worker(self, serial: str) -> None:
+        slot = self.fleet.slots[serial]
+        while not self.stop.is_set():
+            lease = self.journal.lease(serial, slot.resolved.keys(), others_active=self._others_active(serial))
+            if lease is None:
+                # A unit that just failed here waits for another phone; stay while some other phone may take it.
+                if self._could_take(serial) and self._others_active(serial):
+                    time.sleep(WAIT_S)
+                    continue
+                return
+            if self.stop.is_set():
+                self.journal.release(lease, "stopping")
+                return
+            if not self._one(lease, slot):
+                return
+
+    def _one(self, lease: Lease, slot: PhoneSlot) -> bool:
+        """Run one unit; False when the phone was quarantined (its worker stops)."""
+        result = run_unit(lease, slot, self.executor, self.opts, run_id=self.run_id, run_dir=self.run_dir,
+                          execution=self.execution, progress=NullProgress())
+        record = result.record
+        if not result.infra:
+            self._append(record)
+            self.journal.finish(lease, outcome=record.outcome, passed=record.passed)
+            return True
+        reason = record.reasons[0] if record.reasons else "infrastructure error"
+        if lease.attempt >= self.req.max_tries:
+            # The last try: its record goes first, so a crash right after cannot lose the unit's end.
+            self._append(self._with_tries(record, lease.unit_id))
+        _requeued, quarantined = self.journal.fail_try(
+            lease, reason, max_tries=self.req.max_tries, quarantine_after=self.req.quarantine_after
+        )
+        if quarantined:
+            self.notes.append(f"{slot.label}: quarantined after {self.req.quarantine_after} infrastructure "
+                              f"failures in a row ({reason})")
+        return not quarantined
+
+    def _with_tries(self, record: Record, unit: str) -> Record:
+        tries = [{"try": n, "phone": self.fleet.slots[p].label if p in self.fleet.slots else p, "kind": k or "",
+                  "reason": why or ""} for n, p, k, why in self.journal.tries_of(unit)]
+        return record.model_copy(update={"extra": {**record.extra, "tries": tries}})
+
+    def _append(self, record: Record) -> None:
+        if record.attempt > 1:
+            record = self._with_tries(record, str(record.extra.get("unit", "")))
+        with self._append_lock:
+            append_records(self.run_dir / RECORDS_FILE, [record])
+        self.on_record(record)
+
+
+def mark_interrupted(run_dir: Path, note: str) -> None:
+    """The manifest says the run stopped early and can be resumed."""
+
+    def change(m: mf.Manifest) -> None:
+        m.status = "interrupted"
+        m.finished_at = None
+        m.notes.append(note)
+
+    mf.update(run_dir, change)
+
+
+def load_sweep_executor(cfg: FarmConfig, req: SweepRequest) -> Executor:
+    """The executor the sweep drives (the same two as `farm run`)."""
+    return load_executor(req.executor, cfg, req.host)

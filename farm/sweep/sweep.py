@@ -1,0 +1,332 @@
+"""Start, resume or retry a sweep; finish it with reports and an exit status a scheduler can act on."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from farm import manifest as mf
+from farm.android.options import AgentOptions, HostSettings, RunOptions
+from farm.config import load_config
+from farm.errors import FarmError
+from farm.results.normalise import Context, error_record
+from farm.results.record import Execution, Record
+from farm.results.store import RECORDS_FILE, ReadProblems, append_records, iter_records
+from farm.sweep.identity import sweep_identity
+from farm.sweep.journal import Journal, UnitRow
+from farm.sweep.lock import farm_lock, lock_path
+from farm.sweep.plan import PlannedSkip, history_estimates, plan_units
+from farm.sweep.request import EXIT_BELOW, EXIT_OK, EXIT_UNFINISHED, SweepRequest
+from farm.sweep.runner import Dispatcher, Fleet, gather_fleet, load_sweep_executor, stop_on_signals
+from farm.taskset.loader import LoadedTask
+from farm.taskset.rules import select_valid_tasks
+
+
+@dataclass
+class SweepResult:
+    """How a sweep ended."""
+
+    run_id: str
+    run_dir: Path
+    counts: dict[str, int]
+    """Units per journal state (pending, leased, done, unfinished)."""
+    interrupted: bool
+    exit_code: int
+    reports: list[Path] = field(default_factory=list)
+    quarantined: dict[str, list[str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    rate: float | None = None
+
+
+def _say(req: SweepRequest, text: str) -> None:
+    if req.show_progress:
+        print(text, file=sys.stderr, flush=True)
+
+
+def _default_run_id(label: str | None) -> str:
+    return f"{dt.datetime.now(dt.UTC):%Y%m%d-%H%M%S}-{label or 'sweep'}"
+
+
+class Sweep:
+    """One sweep from request to exit status."""
+
+    def __init__(self, req: SweepRequest) -> None:
+        self.req = req
+        self.cfg = load_config(req.config)
+        self.runs_dir = req.runs_dir or Path(self.cfg.runs_dir)
+        self.tasks_dir = req.tasks_dir or Path(self.cfg.tasks_dir)
+        self.stop = threading.Event()
+
+    # -- entry points ------------------------------------------------------------------------------
+    def run(self) -> SweepResult:
+        """A new sweep (or, with `resume`, the continuation of a stopped one)."""
+        if self.req.resume:
+            return self._resume()
+        tasks = self._tasks()
+        run_id = self.req.run_id or _default_run_id(self.req.label)
+        if (self.runs_dir / run_id).exists():
+            raise FarmError(f"{self.runs_dir / run_id}: run already exists",
+                            hint=f"continue it with --resume {run_id}, or pass a new --run-id")
+        with farm_lock(lock_path(self.runs_dir), run_id=run_id, label=self.req.label, command=self.req.command):
+            return self._new(run_id, tasks)
+
+    def _tasks(self) -> list[LoadedTask]:
+        if not self.tasks_dir.is_dir():
+            raise FarmError(f"{self.tasks_dir}: no such task directory", hint="pass --tasks-dir DIR")
+        tasks = select_valid_tasks(self.tasks_dir, self.req.agent.split, self.req.agent.set_prefix, whole_set=False)
+        if not tasks:
+            raise FarmError(f"{self.tasks_dir}: no task matches split={self.req.agent.split}")
+        return tasks
+
+    def _identity(self, tasks: list[LoadedTask]) -> dict[str, str]:
+        ident = sweep_identity(mf.code_fingerprint(), [(t.task.id, t.sha256) for t in tasks],
+                               mf.redact(self.cfg.model_dump(mode="json")), self.req.identity_options())
+        return ident.meta()
+
+    def _opts(self) -> RunOptions:
+        return RunOptions.resolve(self.req.agent, self.cfg, self.req.profile, idle_timeout_s=self.req.idle_timeout_s,
+                                  started=time.monotonic())
+
+    def _new(self, run_id: str, tasks: list[LoadedTask]) -> SweepResult:
+        req, opts = self.req, self._opts()
+        _say(req, f"sweep {run_id}: discovering phones")
+        fleet = gather_fleet(self.cfg, req, opts, tasks, run_id)
+        if not fleet.slots:
+            why = [f"{h.serial}: {h.reason}" for h in fleet.healths if not h.ok] + fleet.unreachable
+            raise FarmError(f"no healthy phone on any adb server ({'; '.join(why) or 'none found'})",
+                            hint="see `farm devices`; nothing was started")
+        earlier = [d for d in self.runs_dir.iterdir() if d.is_dir() and (d / RECORDS_FILE).is_file()] \
+            if self.runs_dir.is_dir() else []
+        units, skips = plan_units([t.task.id for t in tasks], fleet.plans, spread=req.spread, repeats=req.repeats,
+                                  estimates=history_estimates(earlier))
+        manifest = mf.Manifest(
+            run_id=run_id, created_at=mf.utc_now(), command=req.command, code=mf.code_fingerprint(),
+            config=mf.redact(self.cfg.model_dump(mode="json")), label=req.label,
+            tasks=[mf.TaskEntry(id=t.task.id, sha256=t.sha256) for t in tasks],
+            phones=_phone_entries(fleet), lanes=[mf.LaneEntry(lane="android", outputs=[RECORDS_FILE], detail={
+                "sweep": True, "spread": req.spread, "repeats": req.repeats, "executor": req.executor,
+                "split": req.agent.split, "set": req.agent.set_prefix, "profile": opts.profile_name,
+            })],
+            notes=[f"adb server unreachable: {u}" for u in fleet.unreachable],
+        )
+        run_dir = mf.create_run_dir(self.runs_dir, manifest)
+        journal = Journal.create(run_dir, {**self._identity(tasks), "request": _request_json(req)}, units)
+        by_id = {t.task.id: t for t in tasks}
+        append_records(run_dir / RECORDS_FILE, [self._skip(run_id, by_id[s.task_id], s, opts) for s in skips])
+        if req.retry_from:
+            self._reuse(journal, run_dir, req.retry_from, tasks)
+        return self._dispatch(journal, run_dir, run_id, tasks, fleet, opts)
+
+    def _resume(self) -> SweepResult:
+        if not self.req.run_id:
+            raise FarmError("--resume: which run?", hint="farm sweep --resume RUN")
+        run_dir = self.runs_dir / self.req.run_id
+        journal = Journal.open(run_dir)
+        meta = journal.meta()
+        self.req = _request_from(meta.get("request", "{}"), self.req)
+        tasks = self._tasks()
+        with farm_lock(lock_path(self.runs_dir), run_id=self.req.run_id or "", label=self.req.label,
+                       command=self.req.command):
+            mine = self._identity(tasks)
+            differ = [k for k in ("code", "tasks", "config") if meta.get(k) != mine[k]]
+            if differ:
+                raise FarmError(
+                    f"{self.req.run_id}: cannot resume: {', '.join(differ)} differ from the stopped run",
+                    hint=f"start a new run that reuses its finished units: --retry-from {self.req.run_id} --run-id NEW",
+                )
+            run_id = self.req.run_id or ""
+            opts = self._opts()
+            fleet = gather_fleet(self.cfg, self.req, opts, tasks, run_id)
+            if not fleet.slots:
+                raise FarmError(f"{run_id}: no healthy phone to resume on", hint="see `farm devices`; nothing changed")
+            kept = reconcile(journal, run_dir)
+            for lease in journal.leased():
+                journal.interrupted(lease, "the controller stopped during this try")
+            again = journal.requeue_unfinished()
+            _say(self.req, f"resume {run_id}: {journal.counts()['done']} units kept"
+                           + (f", {kept} found recorded" if kept else "")
+                           + (f", {again} unfinished queued again" if again else ""))
+            mf.update(run_dir, lambda m: setattr(m, "status", "running"))
+            return self._dispatch(journal, run_dir, run_id, tasks, fleet, opts)
+
+    # -- pieces ---------------------------------------------------------------------------------------
+    def _execution(self, opts: RunOptions) -> Execution:
+        return "simulated" if opts.profile_name == "sim" else "live"
+
+    def _skip(self, run_id: str, loaded: LoadedTask, skip: PlannedSkip, opts: RunOptions) -> Record:
+        t = loaded.task
+        return Record(
+            run=run_id, lane="android", device=skip.device, task_id=t.id, repeat=skip.repeat,
+            category=loaded.directory, partition=t.partition, expect=t.expect, outcome="skipped", passed=False,
+            reasons=[skip.reason], execution=self._execution(opts), executor=self.req.executor,
+            split=self.req.agent.split, source="harness",
+        )
+
+    def _reuse(self, journal: Journal, run_dir: Path, old_id: str, tasks: list[LoadedTask]) -> None:
+        old_dir = self.runs_dir / old_id
+        old = Journal.open(old_dir)
+        old_tasks = {t.id: t.sha256 for t in mf.load(old_dir).tasks}
+        mine = {t.task.id: t.sha256 for t in tasks}
+        done = {u.unit_id: u for u in old.units("done")}
+        old.close()
+        finals: dict[str, Record] = {}
+        for old_rec in iter_records(old_dir / RECORDS_FILE, ReadProblems()):
+            named = old_rec.extra.get("unit")
+            if isinstance(named, str) and named in done:
+                finals[named] = old_rec
+        reused: list[Record] = []
+        for unit in journal.units("pending"):
+            rec = finals.get(unit.unit_id)
+            if rec is None or old_tasks.get(unit.task_id) != mine.get(unit.task_id):
+                continue
+            reused.append(rec.model_copy(update={"run": run_dir.name, "extra": {**rec.extra, "reusedFrom": old_id}}))
+            journal.reused(unit.unit_id, rec.device, rec.outcome, rec.passed, old_id)
+        append_records(run_dir / RECORDS_FILE, reused)
+
+        def change(m: mf.Manifest) -> None:
+            m.provenance, m.reused_from = "mixed", old_id
+            m.notes.append(f"mixed provenance: {len(reused)} finished units reused from {old_id}")
+
+        mf.update(run_dir, change)
+        _say(self.req, f"reused {len(reused)} finished units from {old_id} (mixed provenance)")
+
+    def _dispatch(
+        self, journal: Journal, run_dir: Path, run_id: str, tasks: list[LoadedTask], fleet: Fleet, opts: RunOptions,
+    ) -> SweepResult:
+        req = self.req
+        executor = load_sweep_executor(self.cfg, req)
+        total = sum(journal.counts().values())
+
+        def on_record(rec: Record) -> None:
+            c = journal.counts()
+            _say(req, f"[{c['done'] + c['unfinished']}/{total}] {rec.task_id} r{rec.repeat} on "
+                      f"{fleet.slots[rec.device].label if rec.device in fleet.slots else rec.device}: "
+                      f"{'passed' if rec.passed else rec.outcome}")
+
+        def refresh(serials: set[str]) -> Fleet:
+            return gather_fleet(self.cfg, req, opts, tasks, run_id, only=serials)
+
+        def stopping(name: str) -> None:
+            _say(req, f"{name}: no new units; running units finish. Resume with: farm sweep --resume {run_id}")
+
+        dispatcher = Dispatcher(journal, fleet, executor, opts, run_id=run_id, run_dir=run_dir,
+                                execution=self._execution(opts), req=req, refresh=refresh, stop=self.stop,
+                                on_record=on_record)
+        with stop_on_signals(self.stop, stopping):
+            dispatcher.run()
+        return self._finish(journal, run_dir, run_id, tasks, opts, dispatcher.notes)
+
+    def _finish(
+        self, journal: Journal, run_dir: Path, run_id: str, tasks: list[LoadedTask], opts: RunOptions,
+        notes: list[str],
+    ) -> SweepResult:
+        interrupted = self.stop.is_set()
+        quarantined = journal.quarantined()
+        if not interrupted:
+            # Nothing can take what is left: each such unit gets its error record, never a failure.
+            by_id = {t.task.id: t for t in tasks}
+            left = [self._never_ran(run_id, u, by_id[u.task_id], quarantined, opts) for u in journal.units("pending")]
+            for u in journal.units("pending"):
+                journal.give_up(u.unit_id, "no phone could run it")
+            append_records(run_dir / RECORDS_FILE, left)
+        counts = journal.counts()
+        journal.close()
+        from farm.report.build import build_reports
+        from farm.results.headline import headline
+        from farm.results.store import read_records
+
+        reports = build_reports([run_dir], include_holdout=self.req.agent.split != "tune")
+        rate = headline(read_records(run_dir / RECORDS_FILE, ReadProblems())).rate
+        unfinished = counts["unfinished"] + counts["pending"] + counts["leased"]
+
+        def change(m: mf.Manifest) -> None:
+            m.notes += notes + [f"quarantined {serial}: {'; '.join(why)}" for serial, why in quarantined.items()]
+            m.lanes[0].outputs = sorted({*m.lanes[0].outputs, *(str(p.relative_to(run_dir)) for p in reports)})
+            m.status = "interrupted" if interrupted else "finished"
+            m.finished_at = None if interrupted else mf.utc_now()
+
+        mf.update(run_dir, change)
+        if interrupted:
+            _say(self.req, f"stopped: {counts['done']} units kept, {unfinished} not finished; "
+                           f"resume with: farm sweep --resume {run_id}")
+        code = EXIT_OK
+        if unfinished:
+            code = EXIT_UNFINISHED
+        elif self.req.fail_under is not None and (rate is None or rate < self.req.fail_under):
+            code = EXIT_BELOW
+        return SweepResult(run_id, run_dir, counts, interrupted, code, reports, quarantined, notes, rate)
+
+    def _never_ran(
+        self, run_id: str, unit: UnitRow, loaded: LoadedTask, quarantined: dict[str, list[str]], opts: RunOptions,
+    ) -> Record:
+        phone = unit.pin or "any"
+        why = f"never ran: phone quarantined ({'; '.join(quarantined[phone])})" if phone in quarantined \
+            else "never ran: no eligible phone was left"
+        ctx = Context(run=run_id, device=phone, split=self.req.agent.split, executor=self.req.executor,
+                      execution=self._execution(opts), attempt=max(1, unit.tries),
+                      categories={loaded.task.id: loaded.directory})
+        return error_record(ctx, loaded.task.id, why, source="harness", partition=loaded.task.partition,
+                            expect=loaded.task.expect).model_copy(update={"repeat": unit.repeat,
+                                                                          "extra": {"unit": unit.unit_id}})
+
+
+def _phone_entries(fleet: Fleet) -> list[mf.PhoneEntry]:
+    return [
+        mf.PhoneEntry(serial=h.serial, adb_server=h.server, model=h.model, android=h.android,
+                      agent_version=h.agent_version, status="used" if h.ok else "left_out", reason=h.reason)
+        for h in fleet.healths
+    ]
+
+
+def _request_json(req: SweepRequest) -> str:
+    return json.dumps({**req.identity_options(), "label": req.label, "max_tries": req.max_tries,
+                       "quarantine_after": req.quarantine_after, "fail_under": req.fail_under}, sort_keys=True)
+
+
+def _request_from(text: str, given: SweepRequest) -> SweepRequest:
+    """The stopped sweep's own options (a resume continues them; the command line only names the run)."""
+    data = json.loads(text)
+    return SweepRequest(
+        agent=AgentOptions.model_validate(data["agent"]), spread=data["spread"], repeats=data["repeats"],
+        executor=data["executor"], profile=data.get("profile"),
+        host=HostSettings.model_validate(data["host"]) if data.get("host") else None,
+        serials=list(data.get("serials") or []), label=data.get("label"), max_tries=data["max_tries"],
+        quarantine_after=data["quarantine_after"], fail_under=given.fail_under or data.get("fail_under"),
+        run_id=given.run_id, resume=True, tasks_dir=given.tasks_dir, runs_dir=given.runs_dir,
+        config=given.config, probes_dir=given.probes_dir, idle_timeout_s=given.idle_timeout_s,
+        command=given.command, show_progress=given.show_progress, recheck_s=given.recheck_s,
+    )
+
+
+def reconcile(journal: Journal, run_dir: Path) -> int:
+    """Units whose final record is in records.jsonl but whose journal entry is not final (a crash between the
+    two): they end as their record says, so no unit ever gets a second final record. Returns how many.
+
+    Only final tries write records (a try that failed for an infrastructure reason and was queued again
+    writes none), so any record naming a unit is that unit's final record.
+    """
+    path = run_dir / RECORDS_FILE
+    if not path.is_file():
+        return 0
+    written: dict[str, Record] = {}
+    for rec in iter_records(path, ReadProblems()):
+        unit = rec.extra.get("unit")
+        if isinstance(unit, str):
+            written[unit] = rec
+    found = 0
+    for row in journal.units():
+        final = written.get(row.unit_id)
+        if final is not None and row.state in ("pending", "leased"):
+            journal.mark_recorded(row.unit_id, final.device, final.outcome, final.passed)
+            found += 1
+    return found
+
+
+def sweep(req: SweepRequest) -> SweepResult:
+    """Run (or resume) a sweep end to end."""
+    return Sweep(req).run()

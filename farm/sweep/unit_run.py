@@ -1,0 +1,97 @@
+"""One unit on one phone: hand the executor a one-task job, then score and classify what came back.
+
+Each try gets its own directory (`android/<serial>/units/<unit>.try<n>/`, the executor's eval
+tree) and, for the instrument executor, its own on-device `eval/<run>.<unit>.<n>/`, so a try
+never reads or overwrites another's files and a crash leaves every finished try intact.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from farm.android.bundle import bundle_device_path
+from farm.android.executor import Executor, ExecutorOutcome, PhoneJob, ProgressSink, ResolvedTask
+from farm.android.lane import phone_records
+from farm.android.options import RunOptions
+from farm.android.paths import sanitise_serial
+from farm.android.prepare import Prepared
+from farm.errors import FarmError
+from farm.results.normalise import Context
+from farm.results.record import Execution, Record
+from farm.sweep.journal import Lease
+
+if TYPE_CHECKING:
+    from adbutils import AdbDevice
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def unit_slug(unit_id: str) -> str:
+    """A file-name-safe form of a unit id (`task@serial#2` → `task_serial_2`)."""
+    return _UNSAFE.sub("_", unit_id).strip("_")
+
+
+def try_dir(run_dir: Path, serial: str, lease: Lease) -> Path:
+    """Where one try's eval tree goes, relative to nothing the results package needs to know."""
+    return run_dir / "android" / sanitise_serial(serial) / "units" / f"{unit_slug(lease.unit_id)}.try{lease.attempt}"
+
+
+@dataclass(frozen=True)
+class PhoneSlot:
+    """What a phone's worker needs to run units: its device, label and resolved tasks."""
+
+    serial: str
+    label: str
+    device: AdbDevice
+    resolved: dict[str, ResolvedTask]
+    """Task id → the task resolved on this phone."""
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    """The record of one try and whether the try failed for an infrastructure reason."""
+
+    record: Record
+    infra: bool
+    """True: the phone, adb or the harness failed (the unit may be tried again); False: the agent's result."""
+
+
+def run_unit(
+    lease: Lease, slot: PhoneSlot, executor: Executor, opts: RunOptions, *, run_id: str, run_dir: Path,
+    execution: Execution, progress: ProgressSink,
+) -> UnitResult:
+    """Run one leased unit and return its scored record (never raises for device trouble)."""
+    from adbutils import AdbError
+
+    rt = slot.resolved[lease.task_id]
+    raw = try_dir(run_dir, slot.serial, lease)
+    device_run = f"{run_id}.{unit_slug(lease.unit_id)}.{lease.attempt}"
+    job = PhoneJob(
+        device=slot.device, serial=slot.serial, label=slot.label, run_id=device_run, tasks=[rt], options=opts,
+        raw_dir=raw, device_eval_dir=opts.profile.eval_dir(device_run),
+        device_bundle_path=bundle_device_path(opts.profile.resolved_files_dir(), device_run),
+    )
+    try:
+        outcome = executor.run(job, progress)
+    except (AdbError, OSError) as exc:
+        outcome = ExecutorOutcome(unfinished=[rt.id], infrastructure_error=f"adb error: {exc}")
+    except Exception as exc:  # noqa: BLE001 - a unit's failure must not stop the phone's worker
+        text = exc.line() if isinstance(exc, FarmError) else f"{type(exc).__name__}: {exc}"
+        outcome = ExecutorOutcome(unfinished=[rt.id], infrastructure_error=text)
+    ctx = Context(
+        run=run_id, device=slot.serial, split=opts.agent.split, executor=executor.name,
+        execution=execution, attempt=lease.attempt, categories={rt.id: rt.directory},
+    )
+    records, _problems = phone_records(ctx, Prepared(tasks=[rt]), outcome, raw, execution)
+    record = next((r for r in records if r.task_id == rt.id), records[0])
+    evidence = raw / rt.id / "run"
+    record = record.model_copy(update={
+        "repeat": lease.repeat,
+        "attempt": lease.attempt,
+        "evidence": str(evidence.relative_to(run_dir)) if evidence.is_dir() else None,
+        "extra": {**record.extra, "unit": lease.unit_id},
+    })
+    return UnitResult(record, infra=record.outcome == "error")

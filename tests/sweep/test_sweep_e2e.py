@@ -1,0 +1,170 @@
+"""`farm sweep` end to end: real adb servers on private loopback ports, virtual phones, the scripted host agent."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from farm import manifest as mf
+from farm.errors import FarmError
+from farm.results.store import read_records
+from farm.sweep.journal import Journal
+from farm.sweep.request import EXIT_BELOW, EXIT_OK
+from farm.sweep.sweep import sweep
+from tests.helpers.sweep import (
+    extra_adb_server,
+    farm_yaml,
+    low_battery,
+    phones_on,
+    scripted_tasks,
+    sweep_request,
+    without_shop,
+)
+
+SHOP_TASK = "shop-search-headphones"
+
+
+def _finals(run_dir: Path) -> Counter[str]:
+    return Counter(str(r.extra.get("unit")) for r in read_records(run_dir / "records.jsonl") if "unit" in r.extra)
+
+
+def test_three_hosts_every_phone_runs_exactly_the_planned_units(virtual_farm, tmp_path: Path) -> None:
+    local = virtual_farm(2)
+    tasks = scripted_tasks(tmp_path / "tasks")
+    with extra_adb_server() as b, extra_adb_server() as c, phones_on(b, 1, without_shop()) as no_shop, \
+            phones_on(c, 1, low_battery()) as weak:
+        cfg = farm_yaml(tmp_path / "farm.yaml", b, c)
+        result = sweep(sweep_request(tmp_path, tasks, config=cfg, run_id="n1", label="nightly"))
+    assert result.exit_code == EXIT_OK and result.counts["unfinished"] == 0
+    records = read_records(result.run_dir / "records.jsonl")
+    healthy = [p.serial for p in local] + [no_shop[0].serial]
+    ran = {(r.device, r.task_id) for r in records if r.outcome != "skipped"}
+    expected = {(s, t) for s in healthy for t in ("calculator-multiply", "settings-android-version",
+                                                   "clock-alarm-7am", "settings-upgrade-android-99")}
+    expected |= {(s, SHOP_TASK) for s in healthy[:2]}
+    assert ran == expected
+    (skip,) = [r for r in records if r.outcome == "skipped"]
+    assert (skip.device, skip.task_id) == (no_shop[0].serial, SHOP_TASK)
+    assert all(n == 1 for n in _finals(result.run_dir).values())
+    manifest = mf.load(result.run_dir)
+    assert manifest.label == "nightly" and manifest.status == "finished"
+    left = {p.serial: p for p in manifest.phones}
+    assert left[weak[0].serial].status == "left_out" and "battery" in (left[weak[0].serial].reason or "")
+
+
+def test_shard_runs_each_task_and_repeat_once_on_some_eligible_phone(virtual_farm, tmp_path: Path) -> None:
+    virtual_farm(1)
+    tasks = scripted_tasks(tmp_path / "tasks")
+    with extra_adb_server() as b, phones_on(b, 1, without_shop()) as no_shop:
+        result = sweep(sweep_request(tmp_path, tasks, config=farm_yaml(tmp_path / "farm.yaml", b),
+                                     spread="shard", repeats=2, run_id="s1"))
+    records = read_records(result.run_dir / "records.jsonl")
+    units = Counter((r.task_id, r.repeat) for r in records)
+    assert units == Counter({(t, r): 1 for t in ("calculator-multiply", "settings-android-version", "clock-alarm-7am",
+                                                  SHOP_TASK, "settings-upgrade-android-99") for r in (1, 2)})
+    assert all(r.device != no_shop[0].serial for r in records if r.task_id == SHOP_TASK)
+
+
+def test_a_dead_adb_server_moves_its_units_to_other_phones(virtual_farm, tmp_path: Path) -> None:
+    from farm.sim.launcher import kill_adb_server
+
+    virtual_farm(1)
+    tasks = scripted_tasks(tmp_path / "tasks")
+    with extra_adb_server() as b, phones_on(b, 1) as doomed:
+        killed: list[bool] = []
+
+        def kill_on_first(rec: object) -> None:
+            if not killed:
+                killed.append(True)
+                kill_adb_server(b)
+
+        req = sweep_request(tmp_path, tasks, config=farm_yaml(tmp_path / "farm.yaml", b), spread="shard",
+                            repeats=2, run_id="k1", quarantine_after=1)
+        from farm.sweep import sweep as sweep_module
+
+        orig = sweep_module.Dispatcher.__init__
+
+        def patched(self, *a, **kw):  # type: ignore[no-untyped-def]
+            kw["on_record"] = kill_on_first
+            orig(self, *a, **kw)
+
+        sweep_module.Dispatcher.__init__ = patched  # type: ignore[method-assign]
+        try:
+            result = sweep(req)
+        finally:
+            sweep_module.Dispatcher.__init__ = orig  # type: ignore[method-assign]
+    records = read_records(result.run_dir / "records.jsonl")
+    assert Counter((r.task_id, r.repeat) for r in records) == Counter(
+        {(t, r): 1 for t in ("calculator-multiply", "settings-android-version", "clock-alarm-7am", SHOP_TASK,
+                             "settings-upgrade-android-99") for r in (1, 2)})
+    assert result.counts["unfinished"] == 0
+    assert doomed[0].serial in result.quarantined
+    moved = [r for r in records if r.attempt > 1]
+    assert moved, "a unit that was on the dead server's phone ran again elsewhere"
+    for rec in moved:
+        tries = rec.extra["tries"]
+        assert isinstance(tries, list) and tries[0]["kind"] == "infra"  # type: ignore[index]
+        assert rec.device != doomed[0].serial
+
+
+def test_resume_refuses_a_changed_task_set(virtual_farm, tmp_path: Path) -> None:
+    virtual_farm(1)
+    tasks = scripted_tasks(tmp_path / "tasks", ("read/system/calculator-multiply",))
+    sweep(sweep_request(tmp_path, tasks, run_id="r1"))
+    path = tasks / "read/system/calculator-multiply.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps({**data, "maxSteps": 21}, ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(FarmError, match="cannot resume: tasks differ"):
+        sweep(sweep_request(tmp_path, tasks, run_id="r1", resume=True))
+
+
+def test_resume_after_a_crash_runs_only_what_was_left(virtual_farm, tmp_path: Path) -> None:
+    virtual_farm(1)
+    tasks = scripted_tasks(tmp_path / "tasks")
+    first = sweep(sweep_request(tmp_path, tasks, run_id="c1"))
+    # Simulate a crash mid-sweep: one unit back to leased (its record kept), another pending (no record).
+    journal = Journal.open(first.run_dir)
+    done = journal.units("done")
+    journal._db.execute("UPDATE units SET state = 'leased', lease_phone = final_phone WHERE unit_id = ?",
+                        (done[0].unit_id,))
+    journal._db.execute("UPDATE units SET state = 'pending' WHERE unit_id = ?", (done[1].unit_id,))
+    journal.close()
+    lines = (first.run_dir / "records.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    keep = [ln for ln in lines if done[1].unit_id not in ln]
+    (first.run_dir / "records.jsonl").write_text("".join(keep), encoding="utf-8")
+    mf.update(first.run_dir, lambda m: setattr(m, "status", "interrupted"))
+    again = sweep(sweep_request(tmp_path, tasks, run_id="c1", resume=True))
+    assert again.exit_code == EXIT_OK
+    finals = _finals(again.run_dir)
+    assert set(finals) == {u.unit_id for u in done} and all(n == 1 for n in finals.values())
+    assert mf.load(again.run_dir).status == "finished"
+
+
+def test_fail_under_gives_its_own_exit_status(virtual_farm, tmp_path: Path) -> None:
+    virtual_farm(1)
+    tasks = scripted_tasks(tmp_path / "tasks", ("read/system/calculator-multiply",))
+    result = sweep(sweep_request(tmp_path, tasks, run_id="f1", fail_under=1.01))
+    assert result.exit_code == EXIT_BELOW
+
+
+def test_an_existing_run_id_is_refused_with_the_resume_hint(virtual_farm, tmp_path: Path) -> None:
+    virtual_farm(1)
+    tasks = scripted_tasks(tmp_path / "tasks", ("read/system/calculator-multiply",))
+    sweep(sweep_request(tmp_path, tasks, run_id="x1"))
+    with pytest.raises(FarmError, match="--resume x1"):
+        sweep(sweep_request(tmp_path, tasks, run_id="x1"))
+
+
+def test_retry_from_reuses_finished_units_and_says_mixed(virtual_farm, tmp_path: Path) -> None:
+    virtual_farm(1)
+    tasks = scripted_tasks(tmp_path / "tasks", ("read/system/calculator-multiply", "write/clock-alarm-7am"))
+    old = sweep(sweep_request(tmp_path, tasks, run_id="old"))
+    new = sweep(sweep_request(tmp_path, tasks, run_id="new", retry_from="old"))
+    records = read_records(new.run_dir / "records.jsonl")
+    assert {r.extra.get("reusedFrom") for r in records} == {"old"}
+    assert len(records) == len(read_records(old.run_dir / "records.jsonl"))
+    manifest = mf.load(new.run_dir)
+    assert (manifest.provenance, manifest.reused_from) == ("mixed", "old")
