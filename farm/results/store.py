@@ -42,13 +42,16 @@ class ReadProblems:
 
     torn: list[str] = field(default_factory=list)
     """The last line, cut short by a crash mid-append (reported, skipped)."""
+    corrupt: list[str] = field(default_factory=list)
+    """Invalid lines elsewhere (a torn append that later appends followed), skipped when the caller collects them."""
 
 
 def iter_records(path: Path, problems: ReadProblems | None = None) -> Iterator[Record]:
     """Read records one by one.
 
     A torn last line (a crash mid-append: invalid and without a newline at the end) is skipped and
-    listed in `problems`; a corrupt line anywhere else is a FarmError naming the file and line.
+    listed in `problems`. A corrupt line anywhere else is a FarmError naming the file and line — unless
+    the caller collects `problems`, which then lists it and reads on (the reports do the same).
     """
     try:
         handle = path.open(encoding="utf-8")
@@ -64,6 +67,9 @@ def iter_records(path: Path, problems: ReadProblems | None = None) -> Iterator[R
                 if not line.endswith("\n"):
                     if problems is not None:
                         problems.torn.append(f"{path}:{number}: torn last line (a crash mid-append), skipped")
+                    continue
+                if problems is not None:
+                    problems.corrupt.append(f"{path}:{number}: corrupt record line skipped")
                     continue
                 problem = exc.errors()[0]
                 where = ".".join(str(p) for p in problem["loc"])

@@ -110,6 +110,18 @@ class UnitRow:
     reason: str | None
 
 
+def is_complete(run_dir: Path) -> bool:
+    """Whether the run has a journal whose creation committed (its identity is written with its units)."""
+    path = run_dir / JOURNAL_FILE
+    if not path.is_file():
+        return False
+    try:
+        with sqlite3.connect(path, timeout=30) as db:
+            return db.execute("SELECT count(*) FROM meta WHERE key = 'schema'").fetchone()[0] == 1
+    except sqlite3.Error:
+        return False
+
+
 def unit_id(task_id: str, pin: str, repeat: int) -> str:
     """`task@serial#repeat` (`*` for any phone): unique in a sweep, readable in a report."""
     return f"{task_id}@{pin or '*'}#{repeat}"
@@ -131,10 +143,13 @@ class Journal:
     def create(cls, run_dir: Path, meta: dict[str, str], units: Iterable[PlannedUnit]) -> Journal:
         """A new journal with its identity (`meta`) and its units, in one transaction."""
         path = run_dir / JOURNAL_FILE
-        if path.exists():
+        if is_complete(run_dir):
             from farm.errors import FarmError
 
             raise FarmError(f"{path}: a journal already exists", hint="resume it with --resume, or pick a new run id")
+        for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            # A creation cut short by a crash committed nothing: its file holds no units to keep.
+            leftover.unlink(missing_ok=True)
         journal = cls(path)
         with journal._tx() as db:
             db.executemany("INSERT INTO meta VALUES (?, ?)", [("schema", str(SCHEMA_VERSION)), *meta.items()])

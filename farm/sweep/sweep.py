@@ -16,9 +16,9 @@ from farm.config import load_config
 from farm.errors import FarmError
 from farm.results.normalise import Context, error_record
 from farm.results.record import Execution, Record
-from farm.results.store import RECORDS_FILE, ReadProblems, append_records, iter_records
+from farm.results.store import RECORDS_FILE, ReadProblems, append_records, iter_records, new_records
 from farm.sweep.identity import sweep_identity
-from farm.sweep.journal import Journal, UnitRow
+from farm.sweep.journal import Journal, UnitRow, is_complete
 from farm.sweep.lock import farm_lock, lock_path
 from farm.sweep.plan import PlannedSkip, history_estimates, plan_units
 from farm.sweep.request import EXIT_BELOW, EXIT_OK, EXIT_UNFINISHED, SweepRequest
@@ -92,7 +92,9 @@ class Sweep:
         return RunOptions.resolve(self.req.agent, self.cfg, self.req.profile, idle_timeout_s=self.req.idle_timeout_s,
                                   started=time.monotonic())
 
-    def _new(self, run_id: str, tasks: list[LoadedTask]) -> SweepResult:
+    def _new(self, run_id: str, tasks: list[LoadedTask], *, existing: bool = False) -> SweepResult:
+        """Plan and run a sweep; `existing`: its run directory was made by a start that stopped before its
+        journal was written (the plan is made again, skip records already written are not repeated)."""
         req, opts = self.req, self._opts()
         _say(req, f"sweep {run_id}: discovering phones")
         fleet = gather_fleet(self.cfg, req, opts, tasks, run_id)
@@ -111,35 +113,53 @@ class Sweep:
             phones=_phone_entries(fleet), lanes=[mf.LaneEntry(lane="android", outputs=[RECORDS_FILE], detail={
                 "sweep": True, "spread": req.spread, "repeats": req.repeats, "executor": req.executor,
                 "split": req.agent.split, "set": req.agent.set_prefix, "profile": opts.profile_name,
+                "request": json.loads(_request_json(req)),
             })],
             notes=[f"adb server unreachable: {u}" for u in fleet.unreachable],
         )
-        run_dir = mf.create_run_dir(self.runs_dir, manifest)
-        journal = Journal.create(run_dir, {**self._identity(tasks), "request": _request_json(req)}, units)
+        if existing:
+            run_dir = self.runs_dir / run_id
+            mf.update(run_dir, lambda m: setattr(m, "phones", manifest.phones))
+        else:
+            run_dir = mf.create_run_dir(self.runs_dir, manifest)
         by_id = {t.task.id: t for t in tasks}
-        append_records(run_dir / RECORDS_FILE, [self._skip(run_id, by_id[s.task_id], s, opts) for s in skips])
+        # Skips go before the journal: a journal's existence means every skip record is written.
+        skipped, _dup = new_records(run_dir / RECORDS_FILE, [self._skip(run_id, by_id[s.task_id], s, opts)
+                                                             for s in skips])
+        append_records(run_dir / RECORDS_FILE, skipped)
+        journal = Journal.create(run_dir, {**self._identity(tasks), "request": _request_json(req)}, units)
         if req.retry_from:
             self._reuse(journal, run_dir, req.retry_from, tasks)
         return self._dispatch(journal, run_dir, run_id, tasks, fleet, opts)
 
     def _resume(self) -> SweepResult:
-        if not self.req.run_id:
+        run_id = self.req.run_id
+        if not run_id:
             raise FarmError("--resume: which run?", hint="farm sweep --resume RUN")
-        run_dir = self.runs_dir / self.req.run_id
+        run_dir = self.runs_dir / run_id
+        if not run_dir.is_dir():
+            raise FarmError(f"{run_dir}: no such run", hint="pass a run id from the runs directory")
+        lanes = mf.load(run_dir).lanes if mf.manifest_path(run_dir).is_file() else []
+        saved = next((lane.detail.get("request") for lane in lanes if lane.detail.get("sweep")), None)
+        if saved is None:
+            raise FarmError(f"{run_dir}: not a sweep run", hint="only a run started by `farm sweep` can be resumed")
+        self.req = _request_from(json.dumps(saved), self.req)
+        if not is_complete(run_dir):
+            # Stopped before its queue was written: nothing ran yet, so plan it again under the same id.
+            tasks = self._tasks()
+            with farm_lock(lock_path(self.runs_dir), run_id=run_id, label=self.req.label, command=self.req.command):
+                return self._new(run_id, tasks, existing=True)
         journal = Journal.open(run_dir)
         meta = journal.meta()
-        self.req = _request_from(meta.get("request", "{}"), self.req)
         tasks = self._tasks()
-        with farm_lock(lock_path(self.runs_dir), run_id=self.req.run_id or "", label=self.req.label,
-                       command=self.req.command):
+        with farm_lock(lock_path(self.runs_dir), run_id=run_id, label=self.req.label, command=self.req.command):
             mine = self._identity(tasks)
             differ = [k for k in ("code", "tasks", "config") if meta.get(k) != mine[k]]
             if differ:
                 raise FarmError(
-                    f"{self.req.run_id}: cannot resume: {', '.join(differ)} differ from the stopped run",
-                    hint=f"start a new run that reuses its finished units: --retry-from {self.req.run_id} --run-id NEW",
+                    f"{run_id}: cannot resume: {', '.join(differ)} differ from the stopped run",
+                    hint=f"start a new run that reuses its finished units: --retry-from {run_id} --run-id NEW",
                 )
-            run_id = self.req.run_id or ""
             opts = self._opts()
             fleet = gather_fleet(self.cfg, self.req, opts, tasks, run_id)
             if not fleet.slots:

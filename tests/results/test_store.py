@@ -49,3 +49,12 @@ def test_units_differ_by_instance_and_repeat() -> None:
     a, b, c = record("t1"), record("t1").model_copy(update={"instance": "7"}), record("t1").model_copy(
         update={"repeat": 2})
     assert len({a.unit_key(), b.unit_key(), c.unit_key()}) == 3
+
+
+def test_a_collecting_reader_skips_and_lists_a_corrupt_middle_line(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    path.write_text('{"run": "x"', encoding="utf-8")
+    append_records(path, [record("t1")])
+    problems = ReadProblems()
+    assert [r.task_id for r in read_records(path, problems)] == ["t1"]
+    assert problems.corrupt == [f"{path}:1: corrupt record line skipped"] and not problems.torn
