@@ -270,13 +270,14 @@ class _Lane:
         ]
         from farm.report.build import build_reports
 
-        # A run that selected the holdout pool on purpose shows it; `farm report` hides it by default.
-        reports = build_reports([run_dir], include_holdout=self.split != "tune")
-        outputs += [str(p.relative_to(run_dir)) for p in reports]
-        manifest.lanes[0].outputs = outputs
+        # Finished before the reports are built: their headline reads the manifest's status.
         manifest.status = "finished"
         manifest.finished_at = mf.utc_now()
         mf.save(run_dir, manifest)
+        # A run that selected the holdout pool on purpose shows it; `farm report` hides it by default.
+        reports = build_reports([run_dir], include_holdout=self.split != "tune")
+        outputs += [str(p.relative_to(run_dir)) for p in reports]
+        mf.update(run_dir, lambda m: setattr(m.lanes[0], "outputs", outputs))
         return RunResult(run_id, run_dir, results, left_out, reports)
 
     def _gate_profile(self) -> InstrumentProfile | None:

@@ -37,6 +37,7 @@ def build_reports(
     overrides: Sequence[Path] = (),
     out_dir: Path | None = None,
     on_warning: Callable[[str], None] | None = None,
+    links: Sequence[str] = (),
 ) -> list[Path]:
     """Aggregate one run (or compare two) and write report.md, report.html, junit.xml, scores.csv.
 
@@ -47,6 +48,7 @@ def build_reports(
     if len(run_dirs) > 2:
         raise FarmError("report: at most two runs can be compared", hint="farm report RUN_A RUN_B")
     agg = aggregate(run_dirs, include_holdout=include_holdout, overrides_files=overrides)
+    agg.data.links = list(links)
     if on_warning is not None:
         for warning in agg.data.warnings:
             on_warning(warning)

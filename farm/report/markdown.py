@@ -49,6 +49,10 @@ def counts_text(rows: list[CountRow], unrecorded: int = 0) -> str:
 def headline_notes(data: ReportData) -> list[str]:
     """The lines under the headline: disagreements between phone and host, and why non-passes ended."""
     out = []
+    if data.unfinished_runs:
+        out.append(f"Not finished: {', '.join(data.unfinished_runs)} — these numbers cover only the units recorded "
+                   "so far (a stopped sweep continues with `farm sweep --resume RUN`).")
+    out += [f"See also: {link}" for link in data.links]
     if data.disagreements_total:
         n = data.disagreements_total
         out.append(f"Phone and host disagree on {n} attempt{'' if n == 1 else 's'} (listed below).")

@@ -276,6 +276,10 @@ class ReportData(_M):
     """Two-run paired comparison."""
     warnings: list[str] = Field(default_factory=list)
     """Damaged record lines that were skipped (`file:line: …`)."""
+    links: list[str] = Field(default_factory=list)
+    """Related outputs the lane made (e.g. the sweep's night-over-night history), relative to the report."""
+    unfinished_runs: list[str] = Field(default_factory=list)
+    """`run (status)` of each run whose manifest does not say finished (interrupted, running, failed)."""
     disagreements: list[DisagreementRow] = Field(default_factory=list)
     """Attempts where the phone's verdict differs from the host's (first rows)."""
     disagreements_total: int = 0

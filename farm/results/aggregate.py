@@ -318,6 +318,11 @@ def aggregate(
         markers_total=counts.markers_total,
         failures_total=sum(c.count for c in failure_categories),
         comparison=_comparison(con, runs[0], runs[1]) if len(runs) == 2 else None,
+        unfinished_runs=[
+            f"{run} ({status})" for run, status in con.execute(
+                "SELECT run, coalesce(status, 'unknown') FROM runs WHERE coalesce(status, '') <> 'finished' ORDER BY 1"
+            ).fetchall()
+        ],
         warnings=[
             line for path, damage in source.damaged
             for line in damage_text(Path(path.parent.name) / path.name, damage)

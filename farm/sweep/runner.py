@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from farm import manifest as mf
 from farm.android import devices, health
 from farm.android.executor import Executor, NullProgress, ResolvedTask
 from farm.android.lane import load_executor
@@ -232,17 +231,6 @@ class Dispatcher:
         with self._append_lock:
             append_records(self.run_dir / RECORDS_FILE, [record])
         self.on_record(record)
-
-
-def mark_interrupted(run_dir: Path, note: str) -> None:
-    """The manifest says the run stopped early and can be resumed."""
-
-    def change(m: mf.Manifest) -> None:
-        m.status = "interrupted"
-        m.finished_at = None
-        m.notes.append(note)
-
-    mf.update(run_dir, change)
 
 
 def load_sweep_executor(cfg: FarmConfig, req: SweepRequest) -> Executor:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import sys
 import threading
 import time
@@ -250,27 +251,33 @@ class Sweep:
         if not interrupted:
             # Nothing can take what is left: each such unit gets its error record, never a failure.
             by_id = {t.task.id: t for t in tasks}
-            left = [self._never_ran(run_id, u, by_id[u.task_id], quarantined, opts) for u in journal.units("pending")]
-            for u in journal.units("pending"):
+            pending = journal.units("pending")
+            append_records(run_dir / RECORDS_FILE,
+                           [self._never_ran(run_id, u, by_id[u.task_id], quarantined, opts) for u in pending])
+            for u in pending:
                 journal.give_up(u.unit_id, "no phone could run it")
-            append_records(run_dir / RECORDS_FILE, left)
         counts = journal.counts()
         journal.close()
         from farm.report.build import build_reports
         from farm.results.headline import headline
         from farm.results.store import read_records
 
-        reports = build_reports([run_dir], include_holdout=self.req.agent.split != "tune")
-        rate = headline(read_records(run_dir / RECORDS_FILE, ReadProblems())).rate
         unfinished = counts["unfinished"] + counts["pending"] + counts["leased"]
 
         def change(m: mf.Manifest) -> None:
             m.notes += notes + [f"quarantined {serial}: {'; '.join(why)}" for serial, why in quarantined.items()]
-            m.lanes[0].outputs = sorted({*m.lanes[0].outputs, *(str(p.relative_to(run_dir)) for p in reports)})
             m.status = "interrupted" if interrupted else "finished"
             m.finished_at = None if interrupted else mf.utc_now()
 
+        # The status first: the reports' headline reads it.
         mf.update(run_dir, change)
+        links = self._history(run_id) if self.req.label and not interrupted else []
+        reports = build_reports([run_dir], include_holdout=self.req.agent.split != "tune",
+                                links=[f"{Path(os.path.relpath(p, run_dir)).as_posix()} (night over night)"
+                                       for p in links if p.suffix == ".md"])
+        rate = headline(read_records(run_dir / RECORDS_FILE, ReadProblems())).rate
+        mf.update(run_dir, lambda m: setattr(m.lanes[0], "outputs", sorted(
+            {*m.lanes[0].outputs, *(str(p.relative_to(run_dir)) for p in reports)})))
         if interrupted:
             _say(self.req, f"stopped: {counts['done']} units kept, {unfinished} not finished; "
                            f"resume with: farm sweep --resume {run_id}")
@@ -280,6 +287,18 @@ class Sweep:
         elif self.req.fail_under is not None and (rate is None or rate < self.req.fail_under):
             code = EXIT_BELOW
         return SweepResult(run_id, run_dir, counts, interrupted, code, reports, quarantined, notes, rate)
+
+    def _history(self, run_id: str) -> list[Path]:
+        """`farm history` for this sweep's label, up to this night (its paths; none when it cannot be made)."""
+        from farm.report.history import default_out_dir, write_history
+        from farm.results.history import load_history
+
+        try:
+            history = load_history(self.runs_dir, label=self.req.label)
+            return write_history(history, default_out_dir(self.runs_dir, self.req.label, run_id))
+        except FarmError as exc:
+            _say(self.req, f"history not written: {exc.line()}")
+            return []
 
     def _never_ran(
         self, run_id: str, unit: UnitRow, loaded: LoadedTask, quarantined: dict[str, list[str]], opts: RunOptions,

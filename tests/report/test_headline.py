@@ -127,3 +127,17 @@ def test_disagreement_text_counts_units_where_phone_and_host_differ() -> None:
             record("c", passed=False)]
     assert disagreement_text(recs) == " · phone and host disagree on 1 (phone said passed on 1)"
     assert disagreement_text(recs[1:]) == ""
+
+
+def test_an_unfinished_run_says_so_under_the_headline(tmp_path: Path) -> None:
+    from farm import manifest as mf
+    from farm.report.markdown import render_markdown
+    from tests.helpers.records import write_run
+
+    run_dir = write_run(tmp_path, "r", [record("a", run="r")])
+    mf.update(run_dir, lambda m: setattr(m, "status", "interrupted"))
+    md = render_markdown(aggregate([run_dir]).data)
+    head = md.split("## Headline", 1)[1].split("\n## ", 1)[0]
+    assert "Not finished: r (interrupted)" in head
+    mf.update(run_dir, lambda m: setattr(m, "status", "finished"))
+    assert "Not finished" not in render_markdown(aggregate([run_dir]).data)

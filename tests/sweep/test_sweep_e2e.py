@@ -168,3 +168,14 @@ def test_retry_from_reuses_finished_units_and_says_mixed(virtual_farm, tmp_path:
     assert len(records) == len(read_records(old.run_dir / "records.jsonl"))
     manifest = mf.load(new.run_dir)
     assert (manifest.provenance, manifest.reused_from) == ("mixed", "old")
+
+
+def test_a_labelled_sweep_writes_its_history_and_links_it_from_the_report(virtual_farm, tmp_path: Path) -> None:
+    virtual_farm(1)
+    tasks = scripted_tasks(tmp_path / "tasks", ("read/system/calculator-multiply",))
+    for night in ("n1", "n2"):
+        result = sweep(sweep_request(tmp_path, tasks, run_id=night, label="nightly"))
+    history = tmp_path / "runs" / "history" / "nightly-n2" / "history.md"
+    assert history.is_file() and "n1" in history.read_text(encoding="utf-8")
+    md = (result.run_dir / "report.md").read_text(encoding="utf-8")
+    assert "See also: ../history/nightly-n2/history.md (night over night)" in md
