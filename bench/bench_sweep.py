@@ -46,7 +46,7 @@ class Hosts:
         for port, count in zip(self.ports, counts, strict=True):
             start_adb_server(port)
             state = tmp / f"sim-{port}"
-            state.mkdir()
+            state.mkdir(parents=True)
             self.states.append(state)
             argv = [FARM, "sim", "up", "--count", str(count), "--adb-port", str(port)]
             if profile is not None:
@@ -119,7 +119,7 @@ def bench_makespan(tmp: Path) -> None:
     from farm.sim.profile import default_profile
 
     prof = default_profile()
-    prof.agent.time_scale = 20.0  # 30 simulated seconds per task → 0.6–2.4 s of real time
+    prof.agent.time_scale = 30.0  # 30 simulated seconds per task → 0.4–1.6 s of real time
     prof.agent.pass_rate = 1.0
     profile.write_text(prof.model_dump_json(), encoding="utf-8")
     phones = 4
@@ -127,13 +127,13 @@ def bench_makespan(tmp: Path) -> None:
     try:
         tasks = _tasks(tmp / "mk-tasks", tuple(
             f"{p.parent.relative_to(REPO / 'tasks').as_posix()}/{p.stem}"
-            for p in sorted((REPO / "tasks" / "read").rglob("*.json"))
-        )[:24])
+            for d in ("read", "write") for p in sorted((REPO / "tasks" / d).rglob("*.json"))
+        ))
         runs = tmp / "mk-runs"
         results = {}
         for run_id in ("no-history", "with-history"):
-            argv = [FARM, "sweep", "--spread", "shard", "--tasks-dir", str(tasks), "--runs-dir", str(runs),
-                    "--config", str(hosts.config), "--run-id", run_id, "--quiet", "--allow-irreversible"]
+            argv = [FARM, "sweep", "--spread", "shard", "--repeats", "2", "--tasks-dir", str(tasks), "--runs-dir",
+                    str(runs), "--config", str(hosts.config), "--run-id", run_id, "--quiet"]
             _sweep_rusage(hosts, argv, tmp)
             results[run_id] = _makespan(runs / run_id, phones)
     finally:

@@ -114,7 +114,7 @@ def attempt(phone: PhoneState, task: dict[str, Any], opts: EvalOptions, files_di
         outcome = {"succeeded": "failed", "failed": "succeeded", "confirmation": "failed",
                    "takeover": "failed"}.get(expect, "failed")
     # A task's length is its own (the same in every run), as a real task's is: schedulers learn it from history.
-    sim_seconds = task_duration(agent.seed, agent.task_seconds, tid)
+    sim_seconds = task_duration(agent.task_seconds, tid)
     steps = max(1, min(int(task.get("maxSteps") or 30), rng.randint(3, 18)))
     inp, cached = rng.randint(4_000, 20_000) * steps // 4, rng.randint(0, 60_000) * steps // 4
     tokens = {"input": inp, "cacheRead": cached, "cacheWrite": rng.randint(0, 4_000),
@@ -154,9 +154,9 @@ def attempt(phone: PhoneState, task: dict[str, Any], opts: EvalOptions, files_di
     return Attempt(task, record, 0 if passed else -2, sim_seconds, reason)
 
 
-def task_duration(seed: int, task_seconds: float, task_id: str) -> float:
-    """Simulated seconds a task takes: 0.4–1.6 × `task_seconds`, fixed per (agent seed, task)."""
-    return task_seconds * (0.4 + 1.2 * random.Random(f"{seed}:duration:{task_id}").random())
+def task_duration(task_seconds: float, task_id: str) -> float:
+    """Simulated seconds a task takes: 0.4–1.6 × `task_seconds`, fixed per task on every phone and in every run."""
+    return task_seconds * (0.4 + 1.2 * random.Random(f"duration:{task_id}").random())
 
 
 def _target_package(task: dict[str, Any]) -> str | None:
