@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from farm.cli import agent_flags as af
 from farm.errors import FarmError
 
 instrument_app = typer.Typer(help="Tools for `am instrument` output.", no_args_is_help=True)
@@ -34,52 +35,48 @@ def run(
     split: str = typer.Option("tune", "--split", help="tune, holdout or all."),
     device: list[str] = typer.Option([], "--device", help="Phone serial (repeatable)."),
     all_phones: bool = typer.Option(False, "--all", help="Every healthy phone."),
-    set_prefix: str | None = typer.Option(None, "--set", help="Task directory or id prefix (e.g. read/system)."),
-    profile: str | None = typer.Option(None, "--profile", help="Instrument profile from farm.yaml."),
-    executor: str = typer.Option("instrument", "--executor", help="instrument (agent app) or host."),
-    allow_irreversible: bool = typer.Option(False, "--allow-irreversible", help="Run irreversible tasks (real)."),
-    price_in: float | None = typer.Option(None, "--price-in", help="USD per million input tokens."),
-    price_out: float | None = typer.Option(None, "--price-out", help="USD per million output tokens."),
-    price_cached: float | None = typer.Option(None, "--price-cached", help="USD per million cached tokens."),
-    on_takeover: str | None = typer.Option(None, "--on-takeover", help="cancel or wait."),
-    channel: str | None = typer.Option(None, "--channel", help="Force web or app."),
-    flags: str | None = typer.Option(None, "--flags", help="evalFlags: none or key=on,…"),
-    learn_skills: bool = typer.Option(False, "--learn-skills", help="Let the agent learn skills."),
-    memory: bool = typer.Option(False, "--memory", help="Let the agent keep memories."),
     run_id: str | None = typer.Option(None, "--run-id", help="Run id (default <yyyymmdd-hhmm>-<split>-<hash>)."),
-    tasks_dir: Path | None = typer.Option(None, "--tasks-dir", help="Task set root (default tasks/)."),
-    runs_dir: Path | None = typer.Option(None, "--runs-dir", help="Where runs go (default runs/)."),
-    config: Path | None = typer.Option(None, "--config", help="farm.yaml (default ./farm.yaml if present)."),
     idle_timeout: float | None = typer.Option(None, "--idle-timeout", help="Seconds without output per phone."),
     deadline: float | None = typer.Option(None, "--deadline", help="Seconds until every phone stops."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
-    policy: str | None = typer.Option(None, "--policy", help="host executor: model or scripted."),
-    model: str | None = typer.Option(None, "--model", help="host executor: model name."),
-    provider: str | None = typer.Option(None, "--provider", help="host executor: openai or anthropic."),
-    base_url: str | None = typer.Option(None, "--base-url", help="host executor: model endpoint."),
-    api_key_env: str | None = typer.Option(None, "--api-key-env", help="host executor: variable holding the key."),
-    reasoning_effort: str | None = typer.Option(None, "--reasoning-effort", help="host executor: minimal…high."),
-    screenshots: bool = typer.Option(False, "--screenshots", help="host executor: send screenshots to the model."),
-    scripts_dir: Path | None = typer.Option(None, "--scripts-dir", help="host executor: scripted policy's scripts."),
+    set_prefix: af.SetPrefix = None,
+    profile: af.Profile = None,
+    executor: af.ExecutorName = "instrument",
+    allow_irreversible: af.AllowIrreversible = False,
+    price_in: af.PriceIn = None,
+    price_out: af.PriceOut = None,
+    price_cached: af.PriceCached = None,
+    on_takeover: af.OnTakeover = None,
+    channel: af.Channel = None,
+    flags: af.Flags = None,
+    learn_skills: af.LearnSkills = False,
+    memory: af.Memory = False,
+    tasks_dir: af.TasksDir = None,
+    runs_dir: af.RunsDir = None,
+    config: af.Config = None,
+    policy: af.Policy = None,
+    model: af.Model = None,
+    provider: af.Provider = None,
+    base_url: af.BaseUrl = None,
+    api_key_env: af.ApiKeyEnv = None,
+    reasoning_effort: af.ReasoningEffort = None,
+    screenshots: af.Screenshots = False,
+    scripts_dir: af.ScriptsDir = None,
 ) -> None:
     """Run a split of the task set on connected phones and write the reports."""
     import sys
 
     from farm.android.lane import RunRequest
     from farm.android.lane import run as run_lane
-    from farm.android.options import AgentOptions, HostSettings, from_flags
 
-    agent = from_flags(
-        AgentOptions, split=split, set_prefix=set_prefix, allow_irreversible=allow_irreversible, price_in=price_in,
+    agent = af.agent_options(
+        split=split, set_prefix=set_prefix, allow_irreversible=allow_irreversible, price_in=price_in,
         price_out=price_out, price_cached=price_cached, on_takeover=on_takeover, channel=channel, flags=flags,
         learn_skills=learn_skills, memory=memory,
     )
-    host = None
-    if executor == "host":
-        host = from_flags(
-            HostSettings, policy=policy, model=model, provider=provider, base_url=base_url, api_key_env=api_key_env,
-            reasoning_effort=reasoning_effort, screenshots=screenshots, scripts_dir=scripts_dir,
-        )
+    host = af.host_settings(executor, policy=policy, model=model, provider=provider, base_url=base_url,
+                            api_key_env=api_key_env, reasoning_effort=reasoning_effort, screenshots=screenshots,
+                            scripts_dir=scripts_dir)
     req = RunRequest(
         agent=agent, serials=device, all_phones=all_phones, profile=profile, executor=executor, run_id=run_id,
         tasks_dir=tasks_dir, runs_dir=runs_dir, config=config, idle_timeout_s=idle_timeout, deadline_s=deadline,
