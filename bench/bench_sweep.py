@@ -86,12 +86,14 @@ def _units(run_dir: Path) -> int:
 def bench_scale(tmp: Path) -> None:
     tasks = _tasks(tmp / "tasks")
     figures = {}
-    for label, counts in (("1 phone", [1]), ("50 phones / 3 adb servers", [17, 17, 16])):
+    # The one-phone sweep repeats its units so that both controllers spread start-up over many units.
+    for label, counts, repeats in (("1 phone", [1], 50), ("50 phones / 3 adb servers", [17, 17, 16], 1)):
         hosts = Hosts(tmp / label.replace(" ", "_").replace("/", ""), counts)
         try:
             runs = tmp / f"runs-{len(counts)}"
             argv = [FARM, "sweep", "--executor", "host", "--policy", "scripted", "--tasks-dir", str(tasks),
-                    "--runs-dir", str(runs), "--config", str(hosts.config), "--run-id", "b", "--quiet"]
+                    "--runs-dir", str(runs), "--config", str(hosts.config), "--run-id", "b", "--quiet",
+                    "--repeats", str(repeats)]
             cpu, rss, wall = _sweep_rusage(hosts, argv, tmp)
             units = _units(runs / "b")
             figures[label] = (cpu / units, rss, wall, units)

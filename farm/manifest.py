@@ -8,10 +8,10 @@ import hashlib
 import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
 from farm import __version__
 from farm.errors import FarmError
@@ -70,6 +70,26 @@ class TaskEntry(BaseModel):
     """SHA-256 of the task file bytes."""
 
 
+class OverrideSource(BaseModel):
+    """A file a lane pulled that may hold a 人工改判 section (an agent's `summary.md`), and whose it is."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str = Field(min_length=1)
+    """The file, relative to the run directory (never absolute, never leaving it)."""
+    device: str
+    """Serial of the device the file came from: its re-judgements apply to that device's attempts only."""
+
+    @field_validator("path")
+    @classmethod
+    def _inside_run(cls, value: str) -> str:
+        # Reports read the file: a manifest must not point them outside the run directory.
+        parts = PurePosixPath(value.replace("\\", "/")).parts
+        if value.startswith(("/", "\\")) or PureWindowsPath(value).drive or ".." in parts:
+            raise ValueError(f"{value!r} is not a path inside the run directory")
+        return value
+
+
 class LaneEntry(BaseModel):
     """One lane of the run and where its outputs are."""
 
@@ -81,6 +101,9 @@ class LaneEntry(BaseModel):
     """Output paths, relative to the run directory."""
     detail: dict[str, JsonValue] = Field(default_factory=dict)
     """Lane-specific settings (split, executor, suite version…)."""
+    override_sources: list[OverrideSource] = Field(default_factory=list)
+    """Pulled files whose 人工改判 sections reports apply (besides `overrides.yaml`); the lane names them,
+    reports never search the run directory for them."""
 
 
 class Manifest(BaseModel):
@@ -225,6 +248,9 @@ def add_lane(run_dir: Path, entry: LaneEntry) -> Manifest:
             if existing.lane == entry.lane:
                 existing.outputs.extend(o for o in entry.outputs if o not in existing.outputs)
                 existing.detail.update(entry.detail)
+                existing.override_sources.extend(
+                    s for s in entry.override_sources if s not in existing.override_sources
+                )
                 break
         else:
             manifest.lanes.append(entry)

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from farm import manifest as mf
 from farm.android import devices, health
 from farm.android.bundle import bundle_device_path
+from farm.android.lane import summary_source, with_evidence
 from farm.android.paths import raw_dir
 from farm.android.prepare import PhoneFacts, Resolver, installed_packages, prepare, signed_in
 from farm.android.pull import pull_tree
@@ -89,9 +90,13 @@ def pull_run(
     ctx = Context(run=run, device=serial, split=split, executor="instrument", execution=execution)
     normalised = normalise_file(raw / "scores.jsonl", ctx, "scores.jsonl")
     scored = rescore_records(normalised.records, tasks, raw, why_unknown=f"not in {tasks_from}")
-    fresh, already = new_records(run_dir / RECORDS_FILE, scored)
+    fresh, already = new_records(run_dir / RECORDS_FILE, with_evidence(scored, raw, run_dir))
     append_records(run_dir / RECORDS_FILE, fresh)
-    mf.add_lane(run_dir, mf.LaneEntry(lane="android", outputs=[RECORDS_FILE, str(raw.relative_to(run_dir))]))
+    source = summary_source(raw, run_dir, serial)
+    mf.add_lane(run_dir, mf.LaneEntry(
+        lane="android", outputs=[RECORDS_FILE, str(raw.relative_to(run_dir))],
+        override_sources=[source] if source is not None else [],
+    ))
     return PullSummary(run_dir, raw, len(fresh), normalised.problems, refused, already, tasks_from)
 
 

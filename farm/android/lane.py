@@ -111,7 +111,8 @@ def load_executor(name: str, cfg: FarmConfig, host: HostSettings | None = None) 
     raise FarmError(f"--executor {name}: unknown executor", hint="use instrument or host")
 
 
-def _labels(healths: list[health.PhoneHealth]) -> dict[str, str]:
+def phone_labels(healths: list[health.PhoneHealth]) -> dict[str, str]:
+    """Serial → `<model> #n`, numbered per model by serial (reports never show serials)."""
     counts: dict[str, int] = {}
     out = {}
     for h in sorted(healths, key=lambda h: (h.model or "device", h.serial)):
@@ -130,10 +131,43 @@ def _skip_record(ctx: Context, loaded: LoadedTask, reason: str, execution: Execu
     )
 
 
+SUMMARY_FILE = "summary.md"
+"""The agent's own summary at the top of a pulled tree; its 人工改判 section holds re-judgements."""
+
+
+def with_evidence(records: list[Record], raw: Path, run_dir: Path) -> list[Record]:
+    """Each record naming its run record (`<raw>/<id>/run/`, relative to the run directory) as `evidence`,
+    when that directory was pulled; the others are returned unchanged."""
+    found: dict[str, str | None] = {}
+    out: list[Record] = []
+    for rec in records:
+        if rec.task_id not in found:
+            # A task id is one path component; anything else (from a damaged or hostile scores line) names
+            # no directory of this tree.
+            single = rec.task_id not in ("", ".", "..") and Path(rec.task_id).name == rec.task_id
+            run_record = raw / rec.task_id / "run"
+            found[rec.task_id] = run_record.relative_to(run_dir).as_posix() if single and run_record.is_dir() else None
+        evidence = found[rec.task_id]
+        out.append(rec.model_copy(update={"evidence": evidence}) if evidence is not None else rec)
+    return out
+
+
+def summary_source(raw: Path, run_dir: Path, serial: str) -> mf.OverrideSource | None:
+    """The pulled tree's summary.md as a source of re-judgements for that phone, when the tree has one."""
+    summary = raw / SUMMARY_FILE
+    if not summary.is_file():
+        return None
+    return mf.OverrideSource(path=summary.relative_to(run_dir).as_posix(), device=serial)
+
+
 def phone_records(
-    ctx: Context, prepared: Prepared, outcome: ExecutorOutcome | None, raw: Path, execution: Execution
+    ctx: Context, prepared: Prepared, outcome: ExecutorOutcome | None, raw: Path, execution: Execution,
+    run_dir: Path,
 ) -> tuple[list[Record], list[str]]:
-    """Records of one phone: harness skips, the pulled scores, and errors for what never finished."""
+    """Records of one phone: harness skips, the pulled scores, and errors for what never finished.
+
+    Every record whose run record was pulled (`<raw>/<id>/run/`) names it as its `evidence`.
+    """
     records = [_skip_record(ctx, lt, why, execution) for lt, why in prepared.skipped]
     normalised = normalise_file(raw / "scores.jsonl", ctx, "scores.jsonl")
     if any(r.execution == "simulated" for r in normalised.records):
@@ -168,7 +202,7 @@ def phone_records(
                 expect=rt.task.expect, markers=list(rt.markers), extra=extra,
             ).model_copy(update={"execution": execution})
         )
-    return records, normalised.problems
+    return with_evidence(records, raw, run_dir), normalised.problems
 
 
 class _Lane:
@@ -228,7 +262,7 @@ class _Lane:
         manifest = mf.load(run_dir)
         with ThreadPoolExecutor(max_workers=max(1, len(phones))) as pool:
             gated = list(pool.map(lambda p: health.check(p, self.cfg.health, self._gate_profile()), phones))
-        labels = _labels(gated)
+        labels = phone_labels(gated)
         manifest.phones = [
             mf.PhoneEntry(serial=h.serial, adb_server=h.server, model=h.model, android=h.android,
                           agent_version=h.agent_version, status="used" if h.ok else "left_out", reason=h.reason)
@@ -324,9 +358,13 @@ class _Lane:
                 # Failed before resolution: every selected task is an infrastructure error on this phone.
                 prepared.tasks = [ResolvedTask(t.task, t.directory, t.sha256) for t in tasks]
             outcome = ExecutorOutcome(unfinished=[t.id for t in prepared.tasks], infrastructure_error=text)
-        records, problems = phone_records(ctx, prepared, outcome, raw, execution)
+        records, problems = phone_records(ctx, prepared, outcome, raw, execution, run_dir)
+        source = summary_source(raw, run_dir, phone.serial)
         with self.lock:
             append_records(run_dir / RECORDS_FILE, records)
+            if source is not None:
+                # Named now, before the reports are built: they read re-judgements only from named files.
+                mf.add_lane(run_dir, mf.LaneEntry(lane="android", override_sources=[source]))
         return PhoneResult(phone.serial, label, records, outcome, problems)
 
 

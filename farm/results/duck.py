@@ -157,11 +157,12 @@ REPORT_SELECT: tuple[tuple[str, str], ...] = (
     ("cache_read", "tokens.cache_read"), ("cache_write", "tokens.cache_write"), ("output", "tokens.output"),
     ("cost_usd", "cost_usd"), ("attempt", "attempt"), ("dv_outcome", "device_verdict.outcome"),
     ("dv_passed", "device_verdict.passed"), ("dv_failure_category", "device_verdict.failure_category"),
-    ("execution", "execution"), ("split", "split"), ("markers", "markers"),
+    ("execution", "execution"), ("split", "split"), ("markers", "markers"), ("evidence", "evidence"),
 )
 _REPORT_READ = ("run", "lane", "device", "task_id", "instance", "repeat", "category", "partition", "expect",
                 "outcome", "end_reason", "passed", "answer", "reasons", "failure_category", "takeover_kind",
-                "metrics", "tokens", "cost_usd", "attempt", "device_verdict", "execution", "split", "markers")
+                "metrics", "tokens", "cost_usd", "attempt", "device_verdict", "execution", "split", "markers",
+                "evidence")
 
 UNIT = ("run", "lane", "device", "task_id", "instance", "repeat")
 """The columns naming a unit (`Record.unit_key`): its attempts are retries; distinct units are never merged."""
@@ -170,7 +171,7 @@ ORDER = "run, task_id, device, instance, repeat, lane, attempt"
 
 CACHE_DIR = ".cache"
 CACHE_FILE = "records.duckdb"
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 """Bump when REPORT_SELECT or the stamp changes: older caches are then rebuilt."""
 CACHE_MIN_BYTES = 16 << 20
 """Record files smaller than this are parsed every time (it is fast) and get no cache."""

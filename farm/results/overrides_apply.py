@@ -3,12 +3,13 @@ the report lists (applied and refused)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from farm.android.paths import raw_dir, sanitise_serial
+from farm import manifest as mf
 from farm.report.model import OverrideRow
 from farm.results import duck
 from farm.scoring import overrides as ov
@@ -19,9 +20,15 @@ if TYPE_CHECKING:
 UnitKey = tuple[str, str, str, str, str, int]
 """(run, lane, device, task_id, instance, repeat), as `Record.unit_key`."""
 
-# (lane, serial, instance, repeat, initial verdict, answer, split, outcome, category) of an attempt an
-# override names.
-_Match = tuple[str, str, str, int, bool, str | None, str, str, str | None]
+# (lane, serial, instance, repeat, initial verdict, answer, evidence, outcome, category) of an attempt an
+# override names; evidence is the attempt's run record as its record names it (null: it names none).
+_Match = tuple[str, str, str, int, bool, str | None, str | None, str, str | None]
+
+NO_EVIDENCE = "refused: evidence is not the final answer, and this attempt's record names no screens to quote"
+"""The note of an override on an attempt whose record names no run record (web, desktop, older runs): only its
+final answer can be quoted."""
+OUTSIDE_RUN = "refused: this attempt's evidence path leaves the run directory"
+"""The note of an override on an attempt whose record names a run record outside its run directory."""
 
 CATEGORY_SQL = (
     "coalesce(failure_category, CASE WHEN outcome = 'error' THEN 'infrastructure' WHEN login_handover THEN 'barrier'"
@@ -49,18 +56,40 @@ def short(text: str, limit: int = 160) -> str:
     return one if len(one) <= limit else one[: limit - 1] + "…"
 
 
-def _override_specs(run_dir: Path, extra: Sequence[Path], serials: list[str]) -> list[ov.OverrideSpec]:
+def named_sources(run_dir: Path) -> list[mf.OverrideSource]:
+    """The files the run's lanes named as holding 人工改判 sections (manifest `override_sources`), in order."""
+    if not mf.manifest_path(run_dir).is_file():
+        return []
+    sources: list[mf.OverrideSource] = []
+    for lane in mf.load(run_dir).lanes:
+        sources += [s for s in lane.override_sources if s not in sources]
+    return sources
+
+
+def _override_specs(run_dir: Path, extra: Sequence[Path], labels: dict[str, str]) -> list[ov.OverrideSpec]:
+    """`overrides.yaml`, the `--overrides` files and the named summary sections — nothing else is read."""
     specs: list[ov.OverrideSpec] = []
     if (run_dir / "overrides.yaml").is_file():
         specs += ov.load_overrides_yaml(run_dir / "overrides.yaml")
     for path in extra:
         specs += ov.load_overrides_yaml(path)
-    for serial in serials:
-        for summary in sorted((run_dir / "android" / sanitise_serial(serial)).glob("*/raw/summary.md")):
-            text = summary.read_text(encoding="utf-8", errors="replace")
-            for spec in ov.parse_summary_section(text, source=f"{summary.parent.parent.name}/summary.md"):
-                specs.append(spec.model_copy(update={"device": serial}))
+    for source in named_sources(run_dir):
+        summary = run_dir / source.path
+        if not summary.is_file():
+            # Named when it was pulled; a tree pruned since holds no re-judgements to apply.
+            continue
+        text = summary.read_text(encoding="utf-8", errors="replace")
+        # Reports show the device's label, never its serial (which the path holds).
+        shown_as = f"{labels.get(source.device, source.device)}/{summary.name}"
+        for spec in ov.parse_summary_section(text, source=shown_as):
+            specs.append(spec.model_copy(update={"device": source.device}))
     return specs
+
+
+def _evidence_dir(run_dir: Path, evidence: str) -> Path | None:
+    """The run record an attempt's `evidence` names, when it lies inside the run directory."""
+    path = run_dir / evidence
+    return path if path.resolve().is_relative_to(run_dir.resolve()) else None
 
 
 def apply_overrides(
@@ -74,9 +103,7 @@ def apply_overrides(
     """
     wanted: list[tuple[Path, ov.OverrideSpec]] = []
     for run_dir in run_dirs:
-        found = con.execute("SELECT DISTINCT device FROM rec WHERE run = ? ORDER BY 1", [run_dir.name]).fetchall()
-        serials = [r[0] for r in found]
-        wanted += [(run_dir, spec) for spec in _override_specs(run_dir, extra, serials)]
+        wanted += [(run_dir, spec) for spec in _override_specs(run_dir, extra, labels)]
     if not wanted:
         return [], {}
     con.execute("CREATE TEMP TABLE ovr_want (idx INTEGER, run VARCHAR, task_id VARCHAR, device VARCHAR)")
@@ -87,7 +114,7 @@ def apply_overrides(
     matches: dict[int, list[_Match]] = {}
     # One pass over the records for all re-judgements, instead of one query each.
     for idx, *match in con.execute(
-        "SELECT w.idx, l.lane, l.device, l.instance, l.repeat, l.initial, l.answer, coalesce(l.split, 'all'),"
+        "SELECT w.idx, l.lane, l.device, l.instance, l.repeat, l.initial, l.answer, l.evidence,"
         f" l.outcome, {CATEGORY_SQL.replace('failure_category', 'l.failure_category')} FROM latest l"
         " JOIN ovr_want w ON l.run = w.run AND l.task_id = w.task_id AND (w.device IS NULL OR l.device = w.device)"
         " WHERE l.outcome <> 'skipped' ORDER BY w.idx, l.device, l.instance, l.repeat, l.lane"
@@ -104,7 +131,7 @@ def apply_overrides(
                                     category_to=spec.category or "", evidence=evidence, applied=False,
                                     note="refused: no such attempt"))
         ordered = sorted(matches.get(idx, []), key=lambda m: (labels.get(m[1], m[1]), m[2], m[3], m[0]))
-        for lane, serial, instance, repeat, initial, answer, split, outcome, category in ordered:
+        for lane, serial, instance, repeat, initial, answer, evidence_path, outcome, category in ordered:
             unit = {"run": run, "task_id": spec.id, "device": labels.get(serial, serial), "instance": instance,
                     "repeat": repeat, "evidence": evidence, "category_from": category or ""}
             verdict = "pass" if initial else "fail"
@@ -113,8 +140,19 @@ def apply_overrides(
                 rows.append(OverrideRow(**unit, initial=verdict, final=verdict, category_to=category or "",
                                         applied=False, note="refused: infrastructure error, no agent verdict"))
                 continue
-            texts = ov.evidence_texts(raw_dir(run_dir, serial, split) / spec.id / "run", answer)
+            # Only the lane that wrote a record knows where its run record is. A record that does not say
+            # (written before records named it) is refused even when its answer holds the quote: results
+            # would have to guess the lane's layout to find the rest of the record.
+            record_dir = _evidence_dir(run_dir, evidence_path) if evidence_path else None
+            if evidence_path and record_dir is None:
+                rows.append(OverrideRow(**unit, initial=verdict, final=verdict, category_to=category or "",
+                                        applied=False, note=OUTSIDE_RUN))
+                continue
+            # Without a run record the final answer is all there is to quote (it is in the record itself).
+            texts = ov.evidence_texts(record_dir, answer) if record_dir else [answer] if answer else []
             decision = ov.decide(spec, serial, initial, texts, category)
+            if record_dir is None and not decision.applied and decision.note.startswith("refused: evidence is"):
+                decision = dataclasses.replace(decision, note=NO_EVIDENCE)
             final = (spec.to or decision.initial) if decision.applied else decision.initial
             to_category = decision.category if decision.applied and decision.category else category
             rows.append(OverrideRow(**unit, initial=decision.initial, final=final, category_to=to_category or "",

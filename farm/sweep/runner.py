@@ -23,7 +23,7 @@ from typing import Any
 
 from farm.android import devices, health
 from farm.android.executor import Executor, NullProgress, ResolvedTask
-from farm.android.lane import load_executor
+from farm.android.lane import load_executor, phone_labels
 from farm.android.options import RunOptions
 from farm.android.prepare import PhoneFacts, Resolver, installed_packages, prepare, signed_in
 from farm.config import FarmConfig
@@ -88,17 +88,6 @@ def gather_fleet(
                 fleet.slots[got[0].serial] = got[0]
                 fleet.plans.append(got[1])
     return fleet
-
-
-def phone_labels(healths: list[health.PhoneHealth]) -> dict[str, str]:
-    """Serial → `<model> #n` (reports never show serials)."""
-    counts: dict[str, int] = {}
-    out = {}
-    for h in sorted(healths, key=lambda h: (h.model or "device", h.serial)):
-        model = h.model or "device"
-        counts[model] = counts.get(model, 0) + 1
-        out[h.serial] = f"{model} #{counts[model]}"
-    return out
 
 
 @contextmanager

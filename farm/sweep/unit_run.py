@@ -85,13 +85,12 @@ def run_unit(
         run=run_id, device=slot.serial, split=opts.agent.split, executor=executor.name,
         execution=execution, attempt=lease.attempt, categories={rt.id: rt.directory},
     )
-    records, _problems = phone_records(ctx, Prepared(tasks=[rt]), outcome, raw, execution)
+    # phone_records names the try's run record (`<try>/<id>/run/`) as the record's evidence.
+    records, _problems = phone_records(ctx, Prepared(tasks=[rt]), outcome, raw, execution, run_dir)
     record = next((r for r in records if r.task_id == rt.id), records[0])
-    evidence = raw / rt.id / "run"
     record = record.model_copy(update={
         "repeat": lease.repeat,
         "attempt": lease.attempt,
-        "evidence": str(evidence.relative_to(run_dir)) if evidence.is_dir() else None,
         "extra": {**record.extra, "unit": lease.unit_id},
     })
     return UnitResult(record, infra=record.outcome == "error")

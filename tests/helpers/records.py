@@ -62,7 +62,12 @@ def record(
     lane: str = "android",
     **kw: Any,
 ) -> Record:
-    """A Record with sensible defaults (`instance`, `repeat`, `attempt`, `device_verdict`… pass through)."""
+    """A Record with sensible defaults (`instance`, `repeat`, `attempt`, `device_verdict`… pass through).
+
+    `evidence` defaults to `evidence_path(lane, device, task_id)` (the directory need not exist: the answer is
+    then the only quotable text); pass `evidence=None` for a record written before records named it.
+    """
+    kw.setdefault("evidence", evidence_path(lane, device, task_id))
     return Record(
         run=run,
         lane=lane,  # type: ignore[arg-type]
@@ -80,15 +85,26 @@ def record(
     )
 
 
-def write_run(runs: Any, run_id: str, records: list[Record], phones: list[tuple[str, str]] | None = None) -> Any:
-    """A run directory with a manifest (phones: serial, model) and records.jsonl."""
-    from farm.manifest import Manifest, PhoneEntry, create_run_dir, utc_now
+def evidence_path(lane: str, device: str, task_id: str) -> str:
+    """The run record a built record names by default, relative to its run directory."""
+    return f"{lane}/{device}/{task_id}/run"
+
+
+def write_run(
+    runs: Any, run_id: str, records: list[Record], phones: list[tuple[str, str]] | None = None,
+    override_sources: list[tuple[str, str]] | None = None,
+) -> Any:
+    """A run directory with a manifest (phones: serial, model; override_sources: path, serial of the android
+    lane's named summary files) and records.jsonl."""
+    from farm.manifest import LaneEntry, Manifest, OverrideSource, PhoneEntry, create_run_dir, utc_now
     from farm.results.store import RECORDS_FILE, append_records
 
+    sources = [OverrideSource(path=p, device=s) for p, s in (override_sources or [])]
     manifest = Manifest(
         run_id=run_id,
         created_at=utc_now(),
         phones=[PhoneEntry(serial=s, model=m) for s, m in (phones or [])],
+        lanes=[LaneEntry(lane="android", override_sources=sources)] if sources else [],
     )
     run_dir = create_run_dir(runs, manifest)
     append_records(run_dir / RECORDS_FILE, records)

@@ -7,25 +7,35 @@ from pathlib import Path
 
 import pytest
 
-from farm.android.paths import raw_dir
+from farm import manifest as mf
 from farm.errors import FarmError
 from farm.report.markdown import render_markdown
 from farm.results.aggregate import aggregate
+from farm.results.overrides_apply import NO_EVIDENCE, OUTSIDE_RUN
 from farm.scoring.overrides import load_overrides_yaml, parse_summary_section
-from tests.helpers.records import record, write_run
+from tests.helpers.records import evidence_path, record, write_run
+
+SUMMARY = "pulled/S1/summary.md"
+"""Where `_run` says the lane pulled S1's summary (any path inside the run: results never guess it)."""
 
 
-def _run(tmp_path: Path) -> Path:
+def _run(tmp_path: Path, sources: list[tuple[str, str]] | None = None) -> Path:
     recs = [
         record("t1", run="r", device="S1", passed=False, answer="结果是 56 088"),
         record("t2", run="r", device="S1", passed=False, answer="最高温度 21°C"),
         record("t3", run="r", device="S1", passed=True, answer="ok"),
     ]
-    run_dir = write_run(tmp_path, "r", recs, [("S1", "Pixel 7")])
-    steps = raw_dir(run_dir, "S1", "all") / "t1" / "run" / "steps.jsonl"
+    run_dir = write_run(tmp_path, "r", recs, [("S1", "Pixel 7")], override_sources=sources)
+    steps = run_dir / evidence_path("android", "S1", "t1") / "steps.jsonl"
     steps.parent.mkdir(parents=True)
     steps.write_text(json.dumps({"observation": {"text": "计算结果 56,088"}}, ensure_ascii=True) + "\n")
     return run_dir
+
+
+def _summary(run_dir: Path, path: str, body: str) -> None:
+    summary = run_dir / path
+    summary.parent.mkdir(parents=True, exist_ok=True)
+    summary.write_text(f"# 汇总\n\n## 人工改判\n\n{body}\n", encoding="utf-8")
 
 
 def test_override_with_evidence_from_a_screen_read_is_applied(tmp_path: Path) -> None:
@@ -48,12 +58,84 @@ def test_override_with_evidence_from_a_screen_read_is_applied(tmp_path: Path) ->
 
 
 def test_override_from_the_summary_section_uses_the_answer_as_evidence(tmp_path: Path) -> None:
-    run_dir = _run(tmp_path)
-    summary = raw_dir(run_dir, "S1", "all") / "summary.md"
-    summary.write_text("# 汇总\n\n## 人工改判\n\n- t2: 没通过 → 通过,证据:「最高温度 21°C」\n", encoding="utf-8")
+    run_dir = _run(tmp_path, sources=[(SUMMARY, "S1")])
+    _summary(run_dir, SUMMARY, "- t2: 没通过 → 通过,证据:「最高温度 21°C」")
     data = aggregate([run_dir]).data
     (row,) = data.overrides
     assert row.task_id == "t2" and row.applied and row.final == "pass"
+    # The source is shown by the phone's label, never by the serial its path holds.
+    assert row.note == "applied (Pixel 7 #1/summary.md:5)"
+
+
+def test_a_summary_the_manifest_does_not_name_is_not_read(tmp_path: Path) -> None:
+    run_dir = _run(tmp_path)
+    # Where the android lane keeps a phone's pulled tree: results do not look there on their own.
+    _summary(run_dir, "android/S1/all/raw/summary.md", "- t2: 没通过 → 通过,证据:「最高温度 21°C」")
+    assert aggregate([run_dir]).data.overrides == []
+
+
+def test_a_named_summary_applies_to_its_own_phone_only(tmp_path: Path) -> None:
+    recs = [record("t2", run="r", device=s, passed=False, answer="最高温度 21°C") for s in ("S1", "S2")]
+    run_dir = write_run(tmp_path, "r", recs, [("S1", "Pixel 7"), ("S2", "Pixel 7")],
+                        override_sources=[(SUMMARY, "S2"), ("gone/summary.md", "S1")])
+    _summary(run_dir, SUMMARY, "- t2: 没通过 → 通过,证据:「最高温度 21°C」")
+    d = aggregate([run_dir]).data
+    assert [(o.device, o.applied) for o in d.overrides] == [("Pixel 7 #2", True)]
+    assert (d.overall.attempted, d.overall.passed) == (2, 1)
+
+
+def test_an_override_on_a_record_without_evidence_may_quote_only_its_answer(tmp_path: Path) -> None:
+    recs = [record("t2", run="r", device="S1", passed=False, answer="最高温度 21°C", evidence=None),
+            record("t3", run="r", device="S1", passed=False, answer="不知道", evidence=None)]
+    run_dir = write_run(tmp_path, "r", recs, [("S1", "Pixel 7")])
+    (run_dir / "overrides.yaml").write_text("- {id: t2, from: fail, to: pass, evidence: '最高温度 21°C'}\n"
+                                            "- {id: t3, from: fail, to: pass, evidence: '最高温度 21°C'}\n")
+    d = aggregate([run_dir]).data
+    rows = {o.task_id: o for o in d.overrides}
+    assert rows["t2"].applied and rows["t2"].final == "pass"
+    assert not rows["t3"].applied and rows["t3"].note == NO_EVIDENCE
+    assert d.overall.passed == 1
+    assert NO_EVIDENCE in render_markdown(d)
+
+
+def test_an_override_on_evidence_outside_the_run_is_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere" / "run"
+    outside.mkdir(parents=True)
+    (outside / "steps.jsonl").write_text(json.dumps({"observation": {"text": "最高温度 21°C"}}) + "\n")
+    recs = [record("t2", run="r", device="S1", passed=False, evidence="../elsewhere/run")]
+    run_dir = write_run(tmp_path, "r", recs, [("S1", "Pixel 7")])
+    (run_dir / "overrides.yaml").write_text("- {id: t2, from: fail, to: pass, evidence: '最高温度 21°C'}\n")
+    (row,) = aggregate([run_dir]).data.overrides
+    assert not row.applied and row.note == OUTSIDE_RUN
+
+
+def test_the_evidence_a_record_names_is_what_an_override_may_quote(tmp_path: Path) -> None:
+    recs = [record("t1", run="r", device="S1", passed=False, evidence="somewhere/t1/run"),
+            record("t1", run="r", device="S2", passed=False)]
+    run_dir = write_run(tmp_path, "r", recs, [("S1", "Pixel 7"), ("S2", "Pixel 7")])
+    steps = run_dir / "somewhere" / "t1" / "run" / "steps.jsonl"
+    steps.parent.mkdir(parents=True)
+    steps.write_text(json.dumps({"observation": {"text": "计算结果 56,088"}}) + "\n")
+    (run_dir / "overrides.yaml").write_text("- {id: t1, from: fail, to: pass, evidence: '56,088'}\n")
+    rows = {o.device: o for o in aggregate([run_dir]).data.overrides}
+    assert rows["Pixel 7 #1"].applied
+    assert not rows["Pixel 7 #2"].applied and rows["Pixel 7 #2"].note.startswith("refused: evidence is not")
+
+
+@pytest.mark.parametrize("path", ["/etc/summary.md", "../other/summary.md", "a/../../summary.md", "C:\\x.md", ""])
+def test_an_override_source_outside_the_run_directory_is_invalid(path: str) -> None:
+    with pytest.raises(ValueError, match="override_sources|path"):
+        mf.LaneEntry(lane="android", override_sources=[mf.OverrideSource(path=path, device="S1")])
+
+
+def test_adding_a_lane_again_merges_its_override_sources(tmp_path: Path) -> None:
+    run_dir = write_run(tmp_path, "r", [])
+    for paths in (["a/summary.md"], ["a/summary.md", "b/summary.md"]):
+        mf.add_lane(run_dir, mf.LaneEntry(
+            lane="android", override_sources=[mf.OverrideSource(path=p, device="S1") for p in paths],
+        ))
+    (lane,) = mf.load(run_dir).lanes
+    assert [s.path for s in lane.override_sources] == ["a/summary.md", "b/summary.md"]
 
 
 def test_parse_summary_section_ignores_other_sections() -> None:
