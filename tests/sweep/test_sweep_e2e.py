@@ -179,3 +179,24 @@ def test_a_labelled_sweep_writes_its_history_and_links_it_from_the_report(virtua
     assert history.is_file() and "n1" in history.read_text(encoding="utf-8")
     md = (result.run_dir / "report.md").read_text(encoding="utf-8")
     assert "See also: ../history/nightly-n2/history.md (night over night)" in md
+
+
+def test_a_phone_that_drops_its_link_gives_its_units_to_the_other_phone(virtual_farm, tmp_path: Path) -> None:
+    from farm.sim.profile import FaultSpec
+
+    steady = virtual_farm(1)
+    flaky = virtual_farm(1, faults=FaultSpec(disconnect_after_s=2.0))
+    tasks = scripted_tasks(tmp_path / "tasks")
+    result = sweep(sweep_request(tmp_path, tasks, spread="shard", repeats=3, run_id="d1", quarantine_after=1))
+    records = read_records(result.run_dir / "records.jsonl")
+    assert Counter((r.task_id, r.repeat) for r in records) == Counter(
+        {(t, r): 1 for t in ("calculator-multiply", "settings-android-version", "clock-alarm-7am", SHOP_TASK,
+                             "settings-upgrade-android-99") for r in (1, 2, 3)})
+    assert result.counts["unfinished"] == 0 and result.exit_code == EXIT_OK
+    # The dropped phone is quarantined; once adb lists it again it passes the health gate and is re-admitted.
+    assert any("quarantined after 1 infrastructure failures" in n for n in result.notes)
+    assert any("re-admitted after a health check" in n for n in result.notes)
+    assert flaky[0].serial not in result.quarantined
+    late = [r for r in records if r.attempt > 1]
+    assert late and all(r.extra["tries"][0]["kind"] == "infra" for r in late)  # type: ignore[index]
+    assert any(r.device == steady[0].serial for r in late)
