@@ -103,7 +103,7 @@ def sweep_cmd(
           + (" (interrupted)" if result.interrupted else ""))
     for serial, why in result.quarantined.items():
         print(f"quarantined {serial}: {'; '.join(why)}", file=sys.stderr)
-    for path in result.reports:
+    for path in [*result.reports, *result.history]:
         print(path)
     if result.exit_code:
         raise typer.Exit(result.exit_code)

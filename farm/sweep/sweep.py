@@ -42,6 +42,8 @@ class SweepResult:
     quarantined: dict[str, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     rate: float | None = None
+    history: list[Path] = field(default_factory=list)
+    """`farm history` written for the sweep's label (md, html)."""
 
 
 def _say(req: SweepRequest, text: str) -> None:
@@ -286,7 +288,7 @@ class Sweep:
             code = EXIT_UNFINISHED
         elif self.req.fail_under is not None and (rate is None or rate < self.req.fail_under):
             code = EXIT_BELOW
-        return SweepResult(run_id, run_dir, counts, interrupted, code, reports, quarantined, notes, rate)
+        return SweepResult(run_id, run_dir, counts, interrupted, code, reports, quarantined, notes, rate, links)
 
     def _history(self, run_id: str) -> list[Path]:
         """`farm history` for this sweep's label, up to this night (its paths; none when it cannot be made)."""
