@@ -161,6 +161,32 @@ def bench_makespan(tmp: Path) -> None:
         print(f"  {run_id:13s} makespan {span:6.2f} s  lower bound {bound:6.2f} s  ratio {span / bound:5.3f} ({goal})")
 
 
+def bench_batch(tmp: Path) -> None:
+    """Cost of one `am instrument` call per unit against batches, on fast simulated tasks (overhead dominates)."""
+    phones = 2
+    hosts = Hosts(tmp / "bt", [phones])
+    try:
+        tasks = _tasks(tmp / "bt-tasks", tuple(
+            f"{p.parent.relative_to(REPO / 'tasks').as_posix()}/{p.stem}"
+            for d in ("read", "write") for p in sorted((REPO / "tasks" / d).rglob("*.json"))
+        ))
+        rows = {}
+        for batch in (1, 4, 16):
+            runs = tmp / f"bt-runs-{batch}"
+            argv = [FARM, "sweep", "--tasks-dir", str(tasks), "--runs-dir", str(runs), "--config", str(hosts.config),
+                    "--run-id", "b", "--quiet", "--batch", str(batch)]
+            cpu, _rss, wall = _sweep_rusage(hosts, argv, tmp)
+            units = _units(runs / "b")
+            rows[batch] = (wall / units * phones, cpu / units, units)
+    finally:
+        hosts.stop()
+    one = rows[1][0]
+    print(f"instrument executor, {phones} virtual phones, 30 ms simulated tasks (per-call overhead dominates):")
+    for batch, (wall, cpu, units) in rows.items():
+        print(f"  --batch {batch:2d}  {units} units  phone time {wall * 1000:6.1f} ms/unit ({wall / one:4.2f}×)  "
+              f"controller CPU {cpu * 1000:6.1f} ms/unit")
+
+
 def bench_resume(tmp: Path) -> None:
     tasks = _tasks(tmp / "rs-tasks")
     hosts = Hosts(tmp / "rs", [1])
@@ -217,6 +243,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         bench_resume(tmp)
+        bench_batch(tmp)
         bench_makespan(tmp)
         bench_scale(tmp)
 

@@ -35,6 +35,8 @@ def sweep_cmd(
     resume: str | None = typer.Option(None, "--resume", help="Continue the stopped sweep RUN."),
     retry_from: str | None = typer.Option(None, "--retry-from",
                                           help="New run (--run-id) reusing RUN's finished units (mixed provenance)."),
+    batch: int = typer.Option(1, "--batch", min=1,
+                              help="instrument executor: units of distinct tasks per am instrument call."),
     max_tries: int = typer.Option(3, "--max-tries", min=1, help="Tries of a unit after infrastructure failures."),
     quarantine_after: int = typer.Option(3, "--quarantine-after", min=1,
                                          help="Infrastructure failures in a row that quarantine a phone."),
@@ -92,7 +94,7 @@ def sweep_cmd(
         agent=agent, spread=cast(Spread, spread), repeats=repeats, host=host,
         executor="host" if executor == "host" else "instrument",
         serials=device, profile=profile, run_id=resume or run_id, resume=resume is not None, retry_from=retry_from,
-        label=label, max_tries=max_tries, quarantine_after=quarantine_after, recheck_s=recheck,
+        label=label, batch=batch, max_tries=max_tries, quarantine_after=quarantine_after, recheck_s=recheck,
         fail_under=fail_under, tasks_dir=tasks_dir, runs_dir=runs_dir, config=config,
         command=["farm", *sys.argv[1:]], show_progress=not quiet,
     )

@@ -214,10 +214,13 @@ class Journal:
             return {serial: json.loads(reasons) for serial, reasons in rows}
 
     # -- the queue -----------------------------------------------------------------------------
-    def lease(self, phone: str, eligible: Collection[str], *, others_active: bool = True) -> Lease | None:
+    def lease(
+        self, phone: str, eligible: Collection[str], *, others_active: bool = True, exclude: Collection[str] = ()
+    ) -> Lease | None:
         """The next unit for `phone`: its own pinned units and the unpinned units of tasks it can run,
-        in priority order. A unit that just failed on this phone for an infrastructure reason waits for
-        another phone while any other is active. None: nothing left for this phone."""
+        in priority order; tasks in `exclude` are passed over (they are in the batch being built). A unit that
+        just failed on this phone for an infrastructure reason waits for another phone while any other is
+        active. None: nothing left for this phone."""
         with self._tx() as db:
             rows = db.execute(
                 "SELECT unit_id, task_id, repeat, tries, pin, avoid_phone FROM units "
@@ -225,7 +228,7 @@ class Journal:
                 (phone,),
             )
             for uid, task_id, repeat, tries, pin, avoid in rows:
-                if not pin and task_id not in eligible:
+                if (not pin and task_id not in eligible) or task_id in exclude:
                     continue
                 if avoid == phone and others_active and not pin:
                     continue

@@ -46,6 +46,9 @@ class SweepRequest:
     """A new run that reuses this run's finished units (provenance `mixed`)."""
     label: str | None = None
     """Tag of the run (`nightly`), for `farm history`."""
+    batch: int = 1
+    """Instrument executor: units of distinct tasks per `am instrument` call (each call's start-up is paid once
+    per batch; a crash or a lost phone costs the whole batch a try)."""
     max_tries: int = 3
     """Tries of one unit before it is left unfinished (infrastructure failures only)."""
     quarantine_after: int = 3
@@ -73,7 +76,7 @@ class SweepRequest:
         """The options a resume must find unchanged (what the units measure, not how they are scheduled)."""
         return {
             "agent": self.agent.model_dump(mode="json"), "spread": self.spread, "repeats": self.repeats,
-            "executor": self.executor, "profile": self.profile,
+            "executor": self.executor, "profile": self.profile, "batch": self.batch,
             "host": self.host.model_dump(mode="json") if self.host else None,
             "serials": list[JsonValue](sorted(self.serials)),
         }

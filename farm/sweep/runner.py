@@ -32,7 +32,7 @@ from farm.results.store import RECORDS_FILE, append_records
 from farm.sweep.journal import Journal, Lease
 from farm.sweep.plan import PhonePlan
 from farm.sweep.request import SweepRequest
-from farm.sweep.unit_run import PhoneSlot, run_unit
+from farm.sweep.unit_run import PhoneSlot, UnitResult, run_units
 from farm.taskset.loader import LoadedTask
 from farm.taskset.probes import load_catalogue
 
@@ -174,24 +174,41 @@ class Dispatcher:
 
     def _worker(self, serial: str) -> None:
         slot = self.fleet.slots[serial]
+        size = self.req.batch if self.executor.name == "instrument" else 1
         while not self.stop.is_set():
-            lease = self.journal.lease(serial, slot.resolved.keys(), others_active=self._others_active(serial))
+            others = self._others_active(serial)
+            lease = self.journal.lease(serial, slot.resolved.keys(), others_active=others)
             if lease is None:
                 # A unit that just failed here waits for another phone; stay while some other phone may take it.
                 if self._could_take(serial) and self._others_active(serial):
                     time.sleep(WAIT_S)
                     continue
                 return
+            batch = [lease]
+            while len(batch) < size:
+                more = self.journal.lease(serial, slot.resolved.keys(), others_active=others,
+                                          exclude={b.task_id for b in batch})
+                if more is None:
+                    break
+                batch.append(more)
             if self.stop.is_set():
-                self.journal.release(lease, "stopping")
+                for held in batch:
+                    self.journal.release(held, "stopping")
                 return
-            if not self._one(lease, slot):
+            if not self._run(batch, slot):
                 return
 
-    def _one(self, lease: Lease, slot: PhoneSlot) -> bool:
-        """Run one unit; False when the phone was quarantined (its worker stops)."""
-        result = run_unit(lease, slot, self.executor, self.opts, run_id=self.run_id, run_dir=self.run_dir,
-                          execution=self.execution, progress=NullProgress())
+    def _run(self, batch: list[Lease], slot: PhoneSlot) -> bool:
+        """Run a batch of units; False when the phone was quarantined (its worker stops)."""
+        results = run_units(batch, slot, self.executor, self.opts, run_id=self.run_id, run_dir=self.run_dir,
+                            execution=self.execution, progress=NullProgress())
+        alive = True
+        for lease, result in zip(batch, results, strict=True):
+            alive = self._settle(lease, result, slot) and alive
+        return alive
+
+    def _settle(self, lease: Lease, result: UnitResult, slot: PhoneSlot) -> bool:
+        """Record one unit's try; False when the phone was quarantined by it."""
         record = result.record
         if not result.infra:
             self._append(record)

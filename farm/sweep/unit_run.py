@@ -59,38 +59,43 @@ class UnitResult:
     """True: the phone, adb or the harness failed (the unit may be tried again); False: the agent's result."""
 
 
-def run_unit(
-    lease: Lease, slot: PhoneSlot, executor: Executor, opts: RunOptions, *, run_id: str, run_dir: Path,
+def run_units(
+    leases: list[Lease], slot: PhoneSlot, executor: Executor, opts: RunOptions, *, run_id: str, run_dir: Path,
     execution: Execution, progress: ProgressSink,
-) -> UnitResult:
-    """Run one leased unit and return its scored record (never raises for device trouble)."""
+) -> list[UnitResult]:
+    """Run leased units of distinct tasks as one executor job (one `am instrument` call for the instrument
+    executor) and return each unit's scored record, in lease order (never raises for device trouble)."""
     from adbutils import AdbError
 
-    rt = slot.resolved[lease.task_id]
-    raw = try_dir(run_dir, slot.serial, lease)
-    device_run = f"{run_id}.{unit_slug(lease.unit_id)}.{lease.attempt}"
+    first = leases[0]
+    tasks = [slot.resolved[lease.task_id] for lease in leases]
+    raw = try_dir(run_dir, slot.serial, first)
+    device_run = f"{run_id}.{unit_slug(first.unit_id)}.{first.attempt}"
     job = PhoneJob(
-        device=slot.device, serial=slot.serial, label=slot.label, run_id=device_run, tasks=[rt], options=opts,
+        device=slot.device, serial=slot.serial, label=slot.label, run_id=device_run, tasks=tasks, options=opts,
         raw_dir=raw, device_eval_dir=opts.profile.eval_dir(device_run),
         device_bundle_path=bundle_device_path(opts.profile.resolved_files_dir(), device_run),
     )
+    ids = [rt.id for rt in tasks]
     try:
         outcome = executor.run(job, progress)
     except (AdbError, OSError) as exc:
-        outcome = ExecutorOutcome(unfinished=[rt.id], infrastructure_error=f"adb error: {exc}")
+        outcome = ExecutorOutcome(unfinished=ids, infrastructure_error=f"adb error: {exc}")
     except Exception as exc:  # noqa: BLE001 - a unit's failure must not stop the phone's worker
         text = exc.line() if isinstance(exc, FarmError) else f"{type(exc).__name__}: {exc}"
-        outcome = ExecutorOutcome(unfinished=[rt.id], infrastructure_error=text)
+        outcome = ExecutorOutcome(unfinished=ids, infrastructure_error=text)
     ctx = Context(
-        run=run_id, device=slot.serial, split=opts.agent.split, executor=executor.name,
-        execution=execution, attempt=lease.attempt, categories={rt.id: rt.directory},
+        run=run_id, device=slot.serial, split=opts.agent.split, executor=executor.name, execution=execution,
+        categories={rt.id: rt.directory for rt in tasks},
     )
-    # phone_records names the try's run record (`<try>/<id>/run/`) as the record's evidence.
-    records, _problems = phone_records(ctx, Prepared(tasks=[rt]), outcome, raw, execution, run_dir)
-    record = next((r for r in records if r.task_id == rt.id), records[0])
-    record = record.model_copy(update={
-        "repeat": lease.repeat,
-        "attempt": lease.attempt,
-        "extra": {**record.extra, "unit": lease.unit_id},
-    })
-    return UnitResult(record, infra=record.outcome == "error")
+    # phone_records names each try's run record (`<try>/<id>/run/`) as the record's evidence.
+    records, _problems = phone_records(ctx, Prepared(tasks=tasks), outcome, raw, execution, run_dir)
+    by_task = {r.task_id: r for r in records}
+    results = []
+    for lease in leases:
+        record = by_task[lease.task_id].model_copy(update={
+            "repeat": lease.repeat, "attempt": lease.attempt,
+            "extra": {**by_task[lease.task_id].extra, "unit": lease.unit_id},
+        })
+        results.append(UnitResult(record, infra=record.outcome == "error"))
+    return results

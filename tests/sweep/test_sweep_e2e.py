@@ -200,3 +200,19 @@ def test_a_phone_that_drops_its_link_gives_its_units_to_the_other_phone(virtual_
     late = [r for r in records if r.attempt > 1]
     assert late and all(r.extra["tries"][0]["kind"] == "infra" for r in late)  # type: ignore[index]
     assert any(r.device == steady[0].serial for r in late)
+
+
+def test_instrument_batches_run_several_units_per_call_and_record_each_once(virtual_farm, tmp_path: Path) -> None:
+    from farm.android.options import AgentOptions
+
+    phone = virtual_farm(1)[0]
+    tasks = scripted_tasks(tmp_path / "tasks")
+    result = sweep(sweep_request(tmp_path, tasks, executor="instrument", host=None, batch=3, repeats=2, run_id="i1",
+                                 agent=AgentOptions(split="all", allow_irreversible=True)))
+    records = read_records(result.run_dir / "records.jsonl")
+    ran = [r for r in records if r.outcome != "skipped"]
+    assert Counter(str(r.extra["unit"]) for r in ran) == Counter({str(r.extra["unit"]): 1 for r in ran})
+    assert len(ran) == 10 and result.exit_code == EXIT_OK
+    calls = {r.evidence.split("/")[3] for r in ran if r.evidence}
+    assert len(calls) == 4, calls  # 10 units of 5 distinct tasks, at most 3 distinct tasks a call
+    assert all(r.device == phone.serial and r.device_verdict is not None for r in ran)
