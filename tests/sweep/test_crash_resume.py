@@ -64,7 +64,7 @@ def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_verdicts(
     else:
         done = subprocess.run(resume, cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
-    assert kills >= 10, "the sweep must have been killed mid-run many times"
+    assert kills >= 5, "the sweep must have been killed mid-run many times"
     got, finals = _verdicts(tmp_path / "runs" / "k")
     renamed = {unit: ok for unit, ok in expected.items()}
     assert got == renamed
