@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +124,6 @@ class Dispatcher:
         self.refresh, self.stop, self.on_record = refresh, stop, on_record
         self._append_lock = threading.Lock()
         self._threads: dict[str, threading.Thread] = {}
-        self._busy: set[str] = set()
         self.notes: list[str] = []
 
     def run(self) -> None:
@@ -152,16 +151,23 @@ class Dispatcher:
     def _readmit(self) -> bool:
         """Health-check quarantined phones that pending units still need; start workers for those that pass."""
         states = self.journal.phone_states()
-        waiting = {s for s, st in states.items() if st != "active"}
+        # A worker still settling its last batch is not waiting yet.
+        waiting = {s for s, st in states.items() if st != "active" and not self._alive(s)}
         if not waiting or not self.journal.counts()["pending"]:
             return False
         back = self.refresh(waiting)
         for serial, slot in back.slots.items():
-            self.fleet.slots[serial] = slot
+            known = self.fleet.slots.get(serial)
+            # Keep the label the phone had (labels number phones of a model across the whole fleet).
+            self.fleet.slots[serial] = replace(slot, label=known.label) if known else slot
             self.journal.add_phone(serial, "", None)
-            self.notes.append(f"{slot.label}: re-admitted after a health check")
+            self.notes.append(f"{self.fleet.slots[serial].label}: re-admitted after a health check")
             self._start(serial)
         return bool(back.slots)
+
+    def _alive(self, serial: str) -> bool:
+        thread = self._threads.get(serial)
+        return thread is not None and thread.is_alive()
 
     def _others_active(self, serial: str) -> bool:
         return any(t.is_alive() for s, t in self._threads.items() if s != serial)
