@@ -130,6 +130,13 @@ def render_markdown(data: ReportData) -> str:
             lines.append(f"\n… {data.disagreements_total - len(data.disagreements)} more not listed.")
     else:
         lines.append("None: every re-scored attempt got the phone's verdict.")
+    if data.retried_total:
+        lines += ["", f"## Retried after infrastructure failures ({data.retried_total})", "",
+                  "Earlier tries of these units failed for an infrastructure reason; every try is in the run's "
+                  "journal and in the record's `extra.tries`.", "", "| task | phone | tries | outcome |",
+                  "|---|---|---:|---|"]
+        lines += [f"| {_cell(data.unit(r.task_id, r.instance, r.repeat))} | {_cell(r.device)} | {r.attempt}"
+                  f" | {r.outcome} |" for r in data.retried]
     lines += ["", f"## Not passed ({data.failures_total})", ""]
     lines += ["| task | phone | outcome | failure category | reason |", "|---|---|---|---|---|"]
     lines += [

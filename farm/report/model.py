@@ -144,6 +144,25 @@ class OverrideRow(_M):
     """Why it was refused, or where it came from."""
 
 
+class RetriedRow(_M):
+    """A unit whose shown attempt is not its first: earlier tries failed for an infrastructure reason."""
+
+    run: str
+    """Run id."""
+    task_id: str
+    """Task id."""
+    instance: str
+    """Task instance."""
+    repeat: int
+    """Repeat index."""
+    device: str
+    """Label of the phone (or backend) of the shown attempt."""
+    attempt: int
+    """The shown attempt's number (tries it took)."""
+    outcome: str
+    """Outcome of the shown attempt."""
+
+
 class DisagreementRow(_M):
     """An attempt the phone's own scorer judged differently from the host."""
 
@@ -284,6 +303,10 @@ class ReportData(_M):
     """Attempts where the phone's verdict differs from the host's (first rows)."""
     disagreements_total: int = 0
     """All such attempts."""
+    retried: list[RetriedRow] = Field(default_factory=list)
+    """Units that needed more than one try (first rows); each try is in the run's journal."""
+    retried_total: int = 0
+    """All such units."""
     end_reasons: list[CountRow] = Field(default_factory=list)
     """Why attempts that did not pass ended (max_steps, timeout…), most frequent first; unrecorded ones apart."""
     end_reason_unrecorded: int = 0

@@ -15,6 +15,7 @@ from farm.report.model import (
     MarkerRow,
     RateRow,
     ReportData,
+    RetriedRow,
     SkipRow,
     Stat,
     SumRow,
@@ -283,6 +284,7 @@ def aggregate(
         ).fetchall()
     ]
     disagreements, disagreements_total = _disagreements(con, labels)
+    retried, retried_total = _retried(con, labels)
     sums = _sums(con)
     runs = [d.name for d in run_dirs]
     outcome_counts = {c.key: c.count for c in counts.outcomes}
@@ -328,6 +330,8 @@ def aggregate(
             for line in damage_text(Path(path.parent.name) / path.name, damage)
         ],
         disagreements=disagreements,
+        retried=retried,
+        retried_total=retried_total,
         disagreements_total=disagreements_total,
         end_reasons=end_reasons,
         end_reason_unrecorded=unrecorded,
@@ -370,6 +374,19 @@ def _disagreements(con: duckdb.DuckDBPyConnection, labels: dict[str, str]) -> tu
         )
         for r in rows
     ], (int(rows[0][10]) if rows else 0)
+
+
+def _retried(con: duckdb.DuckDBPyConnection, labels: dict[str, str]) -> tuple[list[RetriedRow], int]:
+    """Units shown at an attempt after their first (first rows, and how many)."""
+    rows = con.execute(
+        "SELECT run, task_id, instance, repeat, device, attempt, outcome, count(*) OVER () FROM shown"
+        f" WHERE attempt > 1 ORDER BY {_UNIT_ORDER} LIMIT {LIST_CAP}"
+    ).fetchall()
+    return [
+        RetriedRow(run=r[0], task_id=r[1], instance=r[2], repeat=r[3], device=labels.get(r[4], r[4]),
+                   attempt=r[5], outcome=r[6])
+        for r in rows
+    ], (int(rows[0][7]) if rows else 0)
 
 
 def _scrubbed_reason(labels: dict[str, str]) -> str:

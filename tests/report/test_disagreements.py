@@ -61,3 +61,15 @@ def test_end_reasons_of_attempts_that_did_not_pass_are_counted(tmp_path: Path) -
     assert d.end_reason_unrecorded == 1
     head = render_markdown(d).split("## Overall")[0]
     assert "Not passed, ended by: max_steps 2, answer 1, timeout 1, not recorded 1." in head
+
+
+def test_units_that_needed_more_than_one_try_are_listed(tmp_path: Path) -> None:
+    from farm.report.markdown import render_markdown
+    from farm.results.aggregate import aggregate
+    from tests.helpers.records import record, write_run
+
+    recs = [record("a", run="r", attempt=2), record("b", run="r"), record("c", run="r", attempt=3, passed=False)]
+    data = aggregate([write_run(tmp_path, "r", recs)]).data
+    assert data.retried_total == 2 and [(r.task_id, r.attempt) for r in data.retried] == [("a", 2), ("c", 3)]
+    md = render_markdown(data)
+    assert "## Retried after infrastructure failures (2)" in md and "| c | device #1 | 3 | failed |" in md

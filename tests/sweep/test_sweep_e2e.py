@@ -108,6 +108,8 @@ def test_a_dead_adb_server_moves_its_units_to_other_phones(virtual_farm, tmp_pat
         tries = rec.extra["tries"]
         assert isinstance(tries, list) and tries[0]["kind"] == "infra"  # type: ignore[index]
         assert rec.device != doomed[0].serial
+    md = (result.run_dir / "report.md").read_text(encoding="utf-8")
+    assert f"## Retried after infrastructure failures ({len(moved)})" in md
 
 
 def test_resume_refuses_a_changed_task_set(virtual_farm, tmp_path: Path) -> None:
