@@ -49,6 +49,21 @@ class Fleet:
     healths: list[health.PhoneHealth] = field(default_factory=list)
     unreachable: list[str] = field(default_factory=list)
     """adb servers that did not answer (`host:port: why`)."""
+    duplicates: list[str] = field(default_factory=list)
+    """Serials listed by more than one adb server: only the first server's phone is used (`serial: servers`)."""
+
+
+def _unique(found: list[devices.FoundPhone], duplicates: list[str]) -> list[devices.FoundPhone]:
+    """One phone per serial. Two servers listing one serial are one network phone connected from two hosts, or
+    two emulators that share a name; either way units and records key phones by serial, so the first wins."""
+    first: dict[str, devices.FoundPhone] = {}
+    for phone in found:
+        if phone.serial in first:
+            duplicates.append(f"{phone.serial}: listed by {first[phone.serial].server.address()} and "
+                              f"{phone.server.address()}; only the first is used")
+            continue
+        first[phone.serial] = phone
+    return list(first.values())
 
 
 def gather_fleet(
@@ -57,7 +72,7 @@ def gather_fleet(
 ) -> Fleet:
     """Discover phones on every adb server, gate their health, resolve every task on the healthy ones."""
     fleet = Fleet()
-    found = devices.discover(cfg, unreachable=fleet.unreachable)
+    found = _unique(devices.discover(cfg, unreachable=fleet.unreachable), fleet.duplicates)
     if req.serials:
         found = [p for p in found if p.serial in req.serials]
     if only is not None:

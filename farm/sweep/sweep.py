@@ -118,7 +118,7 @@ class Sweep:
                 "split": req.agent.split, "set": req.agent.set_prefix, "profile": opts.profile_name,
                 "request": json.loads(_request_json(req)),
             })],
-            notes=[f"adb server unreachable: {u}" for u in fleet.unreachable],
+            notes=[f"adb server unreachable: {u}" for u in fleet.unreachable] + fleet.duplicates,
         )
         if existing:
             run_dir = self.runs_dir / run_id

@@ -218,3 +218,18 @@ def test_instrument_batches_run_several_units_per_call_and_record_each_once(virt
     calls = {r.evidence.split("/")[3] for r in ran if r.evidence}
     assert len(calls) == 4, calls  # 10 units of 5 distinct tasks, at most 3 distinct tasks a call
     assert all(r.device == phone.serial and r.device_verdict is not None for r in ran)
+
+
+def test_a_phone_listed_by_two_adb_servers_runs_once(virtual_farm, tmp_path: Path) -> None:
+    from adbutils import AdbClient
+
+    tasks = scripted_tasks(tmp_path / "tasks", ("read/system/calculator-multiply",))
+    virtual_farm(0)
+    with extra_adb_server() as b, phones_on(b, 1) as (phone,):
+        import os
+
+        AdbClient(port=int(os.environ["ANDROID_ADB_SERVER_PORT"])).connect(phone.serial, timeout=20)
+        result = sweep(sweep_request(tmp_path, tasks, config=farm_yaml(tmp_path / "farm.yaml", b), run_id="dup"))
+    records = read_records(result.run_dir / "records.jsonl")
+    assert [(r.device, r.task_id) for r in records] == [(phone.serial, "calculator-multiply")]
+    assert any(n.startswith(f"{phone.serial}: listed by ") for n in mf.load(result.run_dir).notes)
