@@ -18,7 +18,7 @@ _HELP = (
     "dispatch and leave the run resumable with --resume RUN.\n\n"
     "Exit status: 0 every unit finished; 3 units were left unfinished (phones lost or quarantined, or the "
     "sweep was stopped: resume it); 4 every unit finished but the pass rate is below --fail-under; 2 bad "
-    "input, a changed code/task/config on resume, or another sweep holds the farm's lock."
+    "input, no healthy phone, a changed code/task/config on resume, or another sweep holds the farm's lock."
 )
 
 
