@@ -9,6 +9,7 @@ on-device layout: `scores.jsonl`, `metrics.json`, `summary.md`, `<id>/run/…`) 
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -71,6 +72,8 @@ class PhoneJob:
     """On-device `eval/<run>/` directory of the agent app."""
     device_bundle_path: str
     """On-device path of the pushed task bundle (`-e evalTasks`)."""
+    stop: threading.Event | None = None
+    """Set when the user stopped the run (Ctrl-C, SIGTERM): start no new task, end the running one's wait."""
 
 
 class ProgressSink(Protocol):

@@ -97,6 +97,9 @@ class HostExecutor:
         try:
             for rt in job.tasks:
                 deadline = job.options.deadline_monotonic
+                if job.stop is not None and job.stop.is_set():
+                    outcome.infrastructure_error = "stopped by the user"
+                    break
                 if deadline is not None and time.monotonic() > deadline:
                     outcome.infrastructure_error = "run deadline reached"
                     break

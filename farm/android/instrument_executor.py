@@ -95,6 +95,9 @@ class InstrumentExecutor:
             sock.settimeout(POLL_S)
             while True:
                 now = time.monotonic()
+                if job.stop is not None and job.stop.is_set():
+                    reason = "stopped by the user"
+                    break
                 if opts.deadline_monotonic is not None and now > opts.deadline_monotonic:
                     reason = "run deadline passed"
                     break

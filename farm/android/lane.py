@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +26,7 @@ from farm.results.normalise import Context, error_record, normalise_file
 from farm.results.record import Execution, Record
 from farm.results.store import RECORDS_FILE, append_records
 from farm.scoring.rescore import rescore_records
+from farm.signals import stop_on_signals
 from farm.taskset.loader import LoadedTask
 from farm.taskset.probes import ProbeSpec, load_catalogue
 from farm.taskset.rules import select_valid_tasks
@@ -89,6 +91,8 @@ class RunResult:
     phones: list[PhoneResult]
     left_out: list[health.PhoneHealth]
     reports: list[Path]
+    interrupted: bool = False
+    """Stopped by Ctrl-C or SIGTERM: tasks not started are unfinished (infrastructure errors)."""
 
 
 def default_run_id(split: str, tasks: list[LoadedTask]) -> str:
@@ -220,6 +224,7 @@ class _Lane:
         self.tasks_dir = req.tasks_dir or Path(self.cfg.tasks_dir)
         self.runs_dir = req.runs_dir or Path(self.cfg.runs_dir)
         self.lock = threading.Lock()
+        self.stop = threading.Event()
 
     def run(self) -> RunResult:
         if not self.tasks_dir.is_dir():
@@ -249,7 +254,8 @@ class _Lane:
         except BaseException as exc:
             failed = mf.load(run_dir)
             if failed.status == "running":
-                failed.status = "failed"
+                # A second Ctrl-C: the user stopped it, nothing broke.
+                failed.status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
                 failed.finished_at = mf.utc_now()
                 failed.notes.append(exc.line() if isinstance(exc, FarmError) else f"stopped: {type(exc).__name__}")
                 mf.save(run_dir, failed)
@@ -282,8 +288,11 @@ class _Lane:
         results: list[PhoneResult] = []
         if progress is not None:
             progress.start()
+        def stopping(name: str) -> None:
+            print(f"{name}: no new tasks; running tasks finish, then the reports are written", file=sys.stderr)
+
         try:
-            with ThreadPoolExecutor(max_workers=len(healthy)) as pool:
+            with stop_on_signals(self.stop, stopping), ThreadPoolExecutor(max_workers=len(healthy)) as pool:
                 futures = [
                     pool.submit(self._phone, p, labels[p.serial], tasks, catalogue, run_id, run_dir, progress)
                     for p, _h in healthy
@@ -304,15 +313,18 @@ class _Lane:
         ]
         from farm.report.build import build_reports
 
-        # Finished before the reports are built: their headline reads the manifest's status.
-        manifest.status = "finished"
-        manifest.finished_at = mf.utc_now()
+        # The status before the reports are built: their headline reads it.
+        interrupted = self.stop.is_set()
+        manifest.status = "interrupted" if interrupted else "finished"
+        manifest.finished_at = None if interrupted else mf.utc_now()
+        if interrupted:
+            manifest.notes.append("stopped by the user: tasks not started are recorded unfinished")
         mf.save(run_dir, manifest)
         # A run that selected the holdout pool on purpose shows it; `farm report` hides it by default.
         reports = build_reports([run_dir], include_holdout=self.split != "tune")
         outputs += [str(p.relative_to(run_dir)) for p in reports]
         mf.update(run_dir, lambda m: setattr(m.lanes[0], "outputs", outputs))
-        return RunResult(run_id, run_dir, results, left_out, reports)
+        return RunResult(run_id, run_dir, results, left_out, reports, interrupted)
 
     def _gate_profile(self) -> InstrumentProfile | None:
         return self.opts.profile if self.executor.name == "instrument" else None
@@ -342,7 +354,7 @@ class _Lane:
             job = PhoneJob(
                 device=device, serial=phone.serial, label=label, run_id=run_id, tasks=prepared.tasks,
                 options=self.opts, raw_dir=raw, device_eval_dir=self.opts.profile.eval_dir(run_id),
-                device_bundle_path=bundle_device_path(self.opts.profile.resolved_files_dir(), run_id),
+                device_bundle_path=bundle_device_path(self.opts.profile.resolved_files_dir(), run_id), stop=self.stop,
             )
             if prepared.tasks:
                 outcome = self.executor.run(job, sink)

@@ -63,7 +63,11 @@ def run(
     screenshots: af.Screenshots = False,
     scripts_dir: af.ScriptsDir = None,
 ) -> None:
-    """Run a split of the task set on connected phones and write the reports."""
+    """Run a split of the task set on connected phones and write the reports.
+
+    Ctrl-C or SIGTERM starts no new task; running tasks finish, the rest are recorded unfinished, the
+    reports are written and the exit status is 3. Bad input is one line and exit status 2.
+    """
     import sys
 
     from farm.android.lane import RunRequest
@@ -101,6 +105,9 @@ def run(
     print(f"run: {result.run_dir}")
     for path in result.reports:
         print(path)
+    if result.interrupted:
+        print("stopped before every task ran: the reports cover what was recorded", file=sys.stderr)
+        raise typer.Exit(3)
 
 
 def devices_cmd(

@@ -11,15 +11,12 @@ running units finish and the run is left `interrupted`, to be continued with `--
 
 from __future__ import annotations
 
-import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from farm.android import devices, health
 from farm.android.executor import Executor, NullProgress, ResolvedTask
@@ -103,27 +100,6 @@ def gather_fleet(
                 fleet.slots[got[0].serial] = got[0]
                 fleet.plans.append(got[1])
     return fleet
-
-
-@contextmanager
-def stop_on_signals(stop: threading.Event, on_stop: Callable[[str], None]) -> Iterator[None]:
-    """SIGINT and SIGTERM set `stop` (dispatch ends, running units finish); a second SIGINT interrupts."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, _frame: Any) -> None:
-        if stop.is_set() and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        stop.set()
-        on_stop(signal.Signals(signum).name)
-
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
 
 
 class Dispatcher:

@@ -18,12 +18,13 @@ from farm.errors import FarmError
 from farm.results.normalise import Context, error_record
 from farm.results.record import Execution, Record
 from farm.results.store import RECORDS_FILE, ReadProblems, append_records, iter_records, new_records
+from farm.signals import stop_on_signals
 from farm.sweep.identity import sweep_identity
 from farm.sweep.journal import Journal, UnitRow, is_complete
 from farm.sweep.lock import farm_lock, lock_path
 from farm.sweep.plan import PlannedSkip, history_estimates, plan_units
 from farm.sweep.request import EXIT_BELOW, EXIT_OK, EXIT_UNFINISHED, SweepRequest
-from farm.sweep.runner import Dispatcher, Fleet, gather_fleet, load_sweep_executor, stop_on_signals
+from farm.sweep.runner import Dispatcher, Fleet, gather_fleet, load_sweep_executor
 from farm.taskset.loader import LoadedTask
 from farm.taskset.rules import select_valid_tasks
 

@@ -141,3 +141,40 @@ def test_report_of_two_runs_writes_a_paired_comparison(tmp_path: Path) -> None:
     md = (tmp_path / paths[0]).read_text(encoding="utf-8")
     assert "## Paired comparison: ra (A) vs rb (B)" in md
     assert "| 2 | 1 | 0 | 1 | 0 | 50.0% | 100.0% |" in md
+
+
+def test_sigterm_stops_farm_run_with_reports_and_exit_3(virtual_farm, tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from farm import manifest as mf
+    from farm.results.store import read_records
+    from tests.helpers.sweep import scripted_tasks
+
+    virtual_farm(1)
+    tasks = scripted_tasks(tmp_path / "tasks")
+    argv = [str(Path(sys.executable).parent / "farm"), "run", "--split", "all", "--all", "--executor", "host",
+            "--policy", "scripted", "--tasks-dir", str(tasks), "--runs-dir", str(tmp_path / "runs"), "--run-id", "s",
+            "--quiet"]
+    proc = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    scores: Path | None = None
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        found = list((tmp_path / "runs" / "s").glob("android/*/all/raw/scores.jsonl"))
+        if found and found[0].read_text(encoding="utf-8").strip():
+            scores = found[0]
+            break
+        time.sleep(0.05)
+    assert scores is not None, "the first task never finished"
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 3, err
+    assert "SIGTERM: no new tasks" in err and "report.md" in out
+    run_dir = tmp_path / "runs" / "s"
+    assert mf.load(run_dir).status == "interrupted"
+    records = read_records(run_dir / "records.jsonl")
+    assert len(records) == 5
+    assert any(r.outcome == "error" and "stopped by the user" in r.reasons[0] for r in records)
+    assert "Not finished: s (interrupted)" in (run_dir / "report.md").read_text(encoding="utf-8")
