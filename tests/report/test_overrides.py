@@ -212,3 +212,18 @@ def test_many_category_overrides_give_the_same_categories(tmp_path: Path, monkey
     few = aggregate([run_dir]).data.failure_categories
     monkeypatch.setattr(overrides_apply, "FEW_OVERRIDES", 0)
     assert aggregate([run_dir]).data.failure_categories == few
+
+
+@pytest.mark.parametrize("quote", ["simulated", "btn_login_entry", "TextView", "56"])
+def test_evidence_outside_screen_text_and_answer_is_refused(tmp_path: Path, quote: str) -> None:
+    # A check detail, a resource id, a class name, a number inside a bigger one: none is evidence.
+    run_dir = write_run(tmp_path, "r", [record("t1", run="r", device="S1", passed=False, answer="结果 56088")],
+                        [("S1", "Pixel 7")])
+    run_record = run_dir / evidence_path("android", "S1", "t1")
+    run_record.mkdir(parents=True)
+    (run_record / "steps.jsonl").write_text(
+        json.dumps({"observation": {"text": '[1] TextView "计算器" (btn_login_entry) click'}}) + "\n")
+    (run_record / "final.json").write_text(json.dumps({"answer": "结果 56088", "checks": [{"detail": "simulated"}]}))
+    (run_dir / "overrides.yaml").write_text(f"- {{id: t1, from: fail, to: pass, evidence: '{quote}'}}\n")
+    (row,) = aggregate([run_dir]).data.overrides
+    assert not row.applied and "refused" in row.note
