@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from pydantic import JsonValue
 
-from farm.errors import FarmError
 from farm.manifest import CodeFingerprint
 
 
@@ -33,19 +32,6 @@ class SweepIdentity:
     def meta(self) -> dict[str, str]:
         """Journal `meta` rows."""
         return {"code": self.code, "tasks": self.tasks, "config": self.config, "options": self.options}
-
-    def differences(self, meta: dict[str, str]) -> list[str]:
-        """Which of the four differ from a journal's meta (empty: the same sweep)."""
-        return [name for name, mine in self.meta().items() if meta.get(name) != mine]
-
-    def require_same(self, meta: dict[str, str], run: str) -> None:
-        """FarmError naming what differs when this is not the sweep the journal belongs to."""
-        diff = self.differences(meta)
-        if diff:
-            raise FarmError(
-                f"{run}: cannot resume: {', '.join(diff)} differ from the stopped run",
-                hint=f"start a new run that reuses its finished units: --retry-from {run} --run-id NEW",
-            )
 
 
 def _sha(text: str) -> str:

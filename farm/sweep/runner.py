@@ -20,7 +20,7 @@ from pathlib import Path
 
 from farm.android import devices, health
 from farm.android.executor import Executor, NullProgress, ResolvedTask
-from farm.android.lane import load_executor, phone_labels
+from farm.android.lane import phone_labels
 from farm.android.options import RunOptions
 from farm.android.prepare import PhoneFacts, Resolver, installed_packages, prepare, signed_in
 from farm.config import FarmConfig
@@ -214,7 +214,7 @@ class Dispatcher:
         reason = record.reasons[0] if record.reasons else "infrastructure error"
         if lease.attempt >= self.req.max_tries:
             # The last try: its record goes first, so a crash right after cannot lose the unit's end.
-            self._append(self._with_tries(record, lease.unit_id))
+            self._append(record)
         _requeued, quarantined = self.journal.fail_try(
             lease, reason, max_tries=self.req.max_tries, quarantine_after=self.req.quarantine_after
         )
@@ -234,8 +234,3 @@ class Dispatcher:
         with self._append_lock:
             append_records(self.run_dir / RECORDS_FILE, [record])
         self.on_record(record)
-
-
-def load_sweep_executor(cfg: FarmConfig, req: SweepRequest) -> Executor:
-    """The executor the sweep drives (the same two as `farm run`)."""
-    return load_executor(req.executor, cfg, req.host)

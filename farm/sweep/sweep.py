@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from farm import manifest as mf
+from farm.android.lane import load_executor
 from farm.android.options import AgentOptions, HostSettings, RunOptions
 from farm.config import load_config
 from farm.errors import FarmError
@@ -24,7 +25,7 @@ from farm.sweep.journal import Journal, UnitRow, is_complete
 from farm.sweep.lock import farm_lock, lock_path
 from farm.sweep.plan import PlannedSkip, history_estimates, plan_units
 from farm.sweep.request import EXIT_BELOW, EXIT_OK, EXIT_UNFINISHED, SweepRequest
-from farm.sweep.runner import Dispatcher, Fleet, gather_fleet, load_sweep_executor
+from farm.sweep.runner import Dispatcher, Fleet, gather_fleet
 from farm.taskset.loader import LoadedTask
 from farm.taskset.rules import select_valid_tasks
 
@@ -223,7 +224,7 @@ class Sweep:
         self, journal: Journal, run_dir: Path, run_id: str, tasks: list[LoadedTask], fleet: Fleet, opts: RunOptions,
     ) -> SweepResult:
         req = self.req
-        executor = load_sweep_executor(self.cfg, req)
+        executor = load_executor(req.executor, self.cfg, req.host)
         total = sum(journal.counts().values())
 
         def on_record(rec: Record) -> None:
