@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,30 @@ from tests.helpers.sweep import (
 )
 
 SHOP_TASK = "shop-search-headphones"
+
+
+@contextmanager
+def on_first_record(action: Callable[[], object]) -> Iterator[None]:
+    """Run `action` once, when the sweep appends its first record (a fault at a known moment)."""
+    from farm.sweep import sweep as sweep_module
+
+    done: list[bool] = []
+    orig = sweep_module.Dispatcher.__init__
+
+    def first(_rec: object) -> None:
+        if not done:
+            done.append(True)
+            action()
+
+    def patched(self, *a, **kw):  # type: ignore[no-untyped-def]
+        kw["on_record"] = first
+        orig(self, *a, **kw)
+
+    sweep_module.Dispatcher.__init__ = patched  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        sweep_module.Dispatcher.__init__ = orig  # type: ignore[method-assign]
 
 
 def _finals(run_dir: Path) -> Counter[str]:
@@ -74,28 +100,10 @@ def test_a_dead_adb_server_moves_its_units_to_other_phones(virtual_farm, tmp_pat
     virtual_farm(1)
     tasks = scripted_tasks(tmp_path / "tasks")
     with extra_adb_server() as b, phones_on(b, 1) as doomed:
-        killed: list[bool] = []
-
-        def kill_on_first(rec: object) -> None:
-            if not killed:
-                killed.append(True)
-                kill_adb_server(b)
-
         req = sweep_request(tmp_path, tasks, config=farm_yaml(tmp_path / "farm.yaml", b), spread="shard",
                             repeats=2, run_id="k1", quarantine_after=1)
-        from farm.sweep import sweep as sweep_module
-
-        orig = sweep_module.Dispatcher.__init__
-
-        def patched(self, *a, **kw):  # type: ignore[no-untyped-def]
-            kw["on_record"] = kill_on_first
-            orig(self, *a, **kw)
-
-        sweep_module.Dispatcher.__init__ = patched  # type: ignore[method-assign]
-        try:
+        with on_first_record(lambda: kill_adb_server(b)):
             result = sweep(req)
-        finally:
-            sweep_module.Dispatcher.__init__ = orig  # type: ignore[method-assign]
     records = read_records(result.run_dir / "records.jsonl")
     assert Counter((r.task_id, r.repeat) for r in records) == Counter(
         {(t, r): 1 for t in ("calculator-multiply", "settings-android-version", "clock-alarm-7am", SHOP_TASK,
@@ -184,12 +192,23 @@ def test_a_labelled_sweep_writes_its_history_and_links_it_from_the_report(virtua
 
 
 def test_a_phone_that_drops_its_link_gives_its_units_to_the_other_phone(virtual_farm, tmp_path: Path) -> None:
-    from farm.sim.profile import FaultSpec
+    import os
+    import threading
+
+    from adbutils import AdbClient
 
     steady = virtual_farm(1)
-    flaky = virtual_farm(1, faults=FaultSpec(disconnect_after_s=2.0))
+    flaky = virtual_farm(1)
     tasks = scripted_tasks(tmp_path / "tasks")
-    result = sweep(sweep_request(tmp_path, tasks, spread="shard", repeats=3, run_id="d1", quarantine_after=1))
+    client = AdbClient(port=int(os.environ["ANDROID_ADB_SERVER_PORT"]))
+
+    def drop_then_return() -> None:
+        # The link drops at a known moment (the first record) and comes back a second later.
+        client.disconnect(flaky[0].serial)
+        threading.Timer(1.0, lambda: client.connect(flaky[0].serial, timeout=20)).start()
+
+    with on_first_record(drop_then_return):
+        result = sweep(sweep_request(tmp_path, tasks, spread="shard", repeats=3, run_id="d1", quarantine_after=1))
     records = read_records(result.run_dir / "records.jsonl")
     assert Counter((r.task_id, r.repeat) for r in records) == Counter(
         {(t, r): 1 for t in ("calculator-multiply", "settings-android-version", "clock-alarm-7am", SHOP_TASK,
