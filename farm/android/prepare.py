@@ -72,12 +72,6 @@ def capability_handlers(device: AdbDevice, cap: Capability) -> list[str]:
     return found
 
 
-def resolve_capability(device: AdbDevice, cap: Capability) -> str | None:
-    """The package handling the capability's standard intent, or None."""
-    handlers = capability_handlers(device, cap)
-    return handlers[0] if handlers else None
-
-
 class Resolver:
     """Resolves tasks for one phone, caching capability lookups and probe values."""
 
