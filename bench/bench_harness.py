@@ -22,7 +22,7 @@ def main() -> None:
     import os
 
     from farm.android.instrument_executor import instrument_argv
-    from farm.android.lane import RunRequest, run
+    from farm.android.lane import run, run_request
     from farm.android.options import AgentOptions
     from farm.sim.launcher import free_port, kill_adb_server, start_phones
     from farm.sim.profile import default_profile
@@ -35,8 +35,9 @@ def main() -> None:
     farm = start_phones(1, profile=profile, adb_port=port)
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            req = RunRequest(agent=AgentOptions(split="all", allow_irreversible=True), tasks_dir=repo / "tasks",
-                             runs_dir=Path(tmp), run_id="bench-harness", show_progress=False)
+            req = run_request(agent=AgentOptions(split="all", allow_irreversible=True), tasks_dir=repo / "tasks",
+                             runs_dir=Path(tmp), run_id="bench-harness", show_progress=False,
+                              batch=1000)  # one am instrument call, as the bare run below
             t0 = time.perf_counter()
             result = run(req)
             lane_s = time.perf_counter() - t0
@@ -49,7 +50,10 @@ def main() -> None:
             from farm.config import SIM_PROFILE
 
             device = AdbClient(port=port).device(phone.serial)
-            bundle = f"{SIM_PROFILE.resolved_files_dir()}/eval-tasks/bench-harness.json"
+            bundles = f"{SIM_PROFILE.resolved_files_dir()}/eval-tasks"
+            # The batch's bundle is named after its device run: `<run>.<first unit>.<try>.json`.
+            name = next(n for n in device.shell(f"ls {bundles}").split() if n.startswith("bench-harness."))
+            bundle = f"{bundles}/{name}"
             opts = RunOptions(agent=AgentOptions(split="all", allow_irreversible=True), profile_name="sim",
                               profile=SIM_PROFILE)
             argv = instrument_argv(opts, "bench-bare", bundle)

@@ -12,8 +12,8 @@ from pydantic import ValidationError
 from farm import manifest as mf
 from farm.android import devices, health
 from farm.android.bundle import bundle_device_path
-from farm.android.lane import summary_source, with_evidence
 from farm.android.paths import raw_dir
+from farm.android.phone_records import summary_source, with_evidence
 from farm.android.prepare import PhoneFacts, Resolver, installed_packages, prepare, signed_in
 from farm.android.pull import pull_tree
 from farm.config import FarmConfig, InstrumentProfile

@@ -14,10 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from farm.errors import FarmError
+
 if TYPE_CHECKING:
     from adbutils import AdbDevice
 
-    from farm.android.options import RunOptions
+    from farm.android.options import HostSettings, RunOptions
+    from farm.config import FarmConfig
     from farm.taskset.model import Task
 
 ExecutorName = Literal["instrument", "host"]
@@ -130,3 +133,16 @@ class NullProgress:
 
     def note(self, text: str) -> None:
         """Ignore."""
+
+
+def load_executor(name: str, cfg: FarmConfig, host: HostSettings | None = None) -> Executor:
+    """The executor by name (imported on demand: the host executor pulls in uiautomator2 and the model SDKs)."""
+    if name == "instrument":
+        from farm.android.instrument_executor import InstrumentExecutor
+
+        return InstrumentExecutor(cfg.pull)
+    if name == "host":
+        from farm.android.host_executor import make_executor
+
+        return make_executor(cfg, host)
+    raise FarmError(f"--executor {name}: unknown executor", hint="use instrument or host")

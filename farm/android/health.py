@@ -102,3 +102,14 @@ def check(phone: FoundPhone, limits: HealthThresholds, profile: InstrumentProfil
         return h
     h.ok = True
     return h
+
+
+def phone_labels(healths: list[PhoneHealth]) -> dict[str, str]:
+    """Serial → `<model> #n`, numbered per model by serial (reports never show serials)."""
+    counts: dict[str, int] = {}
+    out = {}
+    for h in sorted(healths, key=lambda h: (h.model or "device", h.serial)):
+        model = h.model or "device"
+        counts[model] = counts.get(model, 0) + 1
+        out[h.serial] = f"{model} #{counts[model]}"
+    return out

@@ -12,6 +12,7 @@ to plan runs before any phone is reached.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Literal, TypeVar, get_args
 
@@ -111,6 +112,10 @@ class RunOptions(BaseModel):
     """Stop a phone whose executor produced no output for this long."""
     deadline_monotonic: float | None = None
     """`time.monotonic()` value after which every phone stops; null = no deadline."""
+
+    def past_deadline(self) -> bool:
+        """Whether the run's deadline (if any) has passed."""
+        return self.deadline_monotonic is not None and time.monotonic() > self.deadline_monotonic
 
     @classmethod
     def resolve(

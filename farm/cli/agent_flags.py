@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
 from farm.android.options import AgentOptions, HostSettings, from_flags
+from farm.errors import FarmError
 
 SetPrefix = Annotated[str | None, typer.Option("--set", help="Task directory or id prefix (e.g. read/system).")]
 Profile = Annotated[str | None, typer.Option("--profile", help="Instrument profile from farm.yaml.")]
@@ -45,6 +46,15 @@ def agent_options(
         price_out=price_out, price_cached=price_cached, on_takeover=on_takeover, channel=channel, flags=flags,
         learn_skills=learn_skills, memory=memory,
     )
+
+
+def executor_name(value: str) -> Literal["instrument", "host"]:
+    """`--executor` checked (a bad one is one line naming the choices)."""
+    if value == "instrument":
+        return "instrument"
+    if value == "host":
+        return "host"
+    raise FarmError(f"--executor {value}: unknown executor", hint="use instrument or host")
 
 
 def host_settings(

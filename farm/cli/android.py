@@ -36,8 +36,15 @@ def run(
     device: list[str] = typer.Option([], "--device", help="Phone serial (repeatable)."),
     all_phones: bool = typer.Option(False, "--all", help="Every healthy phone."),
     run_id: str | None = typer.Option(None, "--run-id", help="Run id (default <yyyymmdd-hhmm>-<split>-<hash>)."),
-    idle_timeout: float | None = typer.Option(None, "--idle-timeout", help="Seconds without output per phone."),
-    deadline: float | None = typer.Option(None, "--deadline", help="Seconds until every phone stops."),
+    resume: str | None = typer.Option(None, "--resume", help="Continue the stopped run RUN (its own options)."),
+    idle_timeout: float | None = typer.Option(None, "--idle-timeout", help="Seconds without output per task."),
+    deadline: float | None = typer.Option(None, "--deadline",
+                                          help="Seconds until no task starts (the rest are recorded unfinished)."),
+    batch: int = typer.Option(1, "--batch", min=1,
+                              help="instrument executor: tasks per am instrument call (1: each record at once)."),
+    max_tries: int = typer.Option(3, "--max-tries", min=1, help="Tries of a task after infrastructure failures."),
+    fail_under: float | None = typer.Option(None, "--fail-under", min=0.0, max=1.0,
+                                            help="Exit 4 when the pass rate is below this (0–1)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
     set_prefix: af.SetPrefix = None,
     profile: af.Profile = None,
@@ -65,14 +72,20 @@ def run(
 ) -> None:
     """Run a split of the task set on connected phones and write the reports.
 
-    Ctrl-C or SIGTERM starts no new task; running tasks finish, the rest are recorded unfinished, the
-    reports are written and the exit status is 3. Bad input is one line and exit status 2.
+    Each task's record is written the moment it is scored; a task whose phone failed for an
+    infrastructure reason is tried again (--max-tries). Ctrl-C or SIGTERM starts no new task, lets
+    running ones finish, writes the reports and says how to continue (--resume RUN).
+
+    Exit status: 0 every task finished; 3 tasks were left unfinished (stopped, phone lost, deadline);
+    4 every task finished but the pass rate is below --fail-under; 2 bad input or no healthy phone.
     """
     import sys
 
-    from farm.android.lane import RunRequest
     from farm.android.lane import run as run_lane
+    from farm.android.lane import run_request
 
+    if resume and run_id:
+        raise FarmError("--resume RUN continues that run", hint="leave out --run-id")
     agent = af.agent_options(
         split=split, set_prefix=set_prefix, allow_irreversible=allow_irreversible, price_in=price_in,
         price_out=price_out, price_cached=price_cached, on_takeover=on_takeover, channel=channel, flags=flags,
@@ -81,10 +94,12 @@ def run(
     host = af.host_settings(executor, policy=policy, model=model, provider=provider, base_url=base_url,
                             api_key_env=api_key_env, reasoning_effort=reasoning_effort, screenshots=screenshots,
                             scripts_dir=scripts_dir)
-    req = RunRequest(
-        agent=agent, serials=device, all_phones=all_phones, profile=profile, executor=executor, run_id=run_id,
+    req = run_request(
+        agent=agent, serials=device, all_phones=all_phones, profile=profile,
+        executor=af.executor_name(executor), run_id=resume or run_id, resume=resume is not None,
         tasks_dir=tasks_dir, runs_dir=runs_dir, config=config, idle_timeout_s=idle_timeout, deadline_s=deadline,
-        command=["farm", *sys.argv[1:]], show_progress=not quiet, host=host,
+        batch=batch, max_tries=max_tries, fail_under=fail_under, command=["farm", *sys.argv[1:]],
+        show_progress=not quiet, host=host,
     )
     from rich.console import Console
 
@@ -97,17 +112,13 @@ def run(
     for phone in result.phones:
         line = headline_text(headline(phone.records, phone.label)) + disagreement_text(phone.records)
         out.print(f"{phone.label}: {line}", markup=False)
-        if phone.outcome and phone.outcome.infrastructure_error:
-            print(f"{phone.label}: infrastructure: {phone.outcome.infrastructure_error}", file=sys.stderr)
-        if phone.outcome and phone.outcome.pull_refused:
-            for entry in phone.outcome.pull_refused:
-                print(f"{phone.label}: pull refused {entry}", file=sys.stderr)
+    for note in result.notes:
+        print(note, file=sys.stderr)
     print(f"run: {result.run_dir}")
     for path in result.reports:
         print(path)
-    if result.interrupted:
-        print("stopped before every task ran: the reports cover what was recorded", file=sys.stderr)
-        raise typer.Exit(3)
+    if result.exit_code:
+        raise typer.Exit(result.exit_code)
 
 
 def devices_cmd(

@@ -74,8 +74,6 @@ def sweep_cmd(
 
     if spread not in ("every-phone", "shard"):
         raise FarmError(f"--spread {spread}: invalid", hint="use every-phone or shard")
-    if executor not in ("instrument", "host"):
-        raise FarmError(f"--executor {executor}: unknown executor", hint="use instrument or host")
     if resume and (retry_from or run_id):
         raise FarmError("--resume RUN continues that run", hint="leave out --run-id and --retry-from")
     if retry_from and not run_id:
@@ -92,7 +90,7 @@ def sweep_cmd(
                             scripts_dir=scripts_dir)
     req = SweepRequest(
         agent=agent, spread=cast(Spread, spread), repeats=repeats, host=host,
-        executor="host" if executor == "host" else "instrument",
+        executor=af.executor_name(executor),
         serials=device, profile=profile, run_id=resume or run_id, resume=resume is not None, retry_from=retry_from,
         label=label, batch=batch, max_tries=max_tries, quarantine_after=quarantine_after, recheck_s=recheck,
         fail_under=fail_under, tasks_dir=tasks_dir, runs_dir=runs_dir, config=config,

@@ -21,8 +21,12 @@ EXIT_BELOW = 4
 
 @dataclass
 class SweepRequest:
-    """Everything one `farm sweep` (new, resumed, or retrying another run) was asked to do."""
+    """Everything one `farm sweep` or `farm run` (new, resumed, or retrying another run) was asked to do."""
 
+    kind: Literal["sweep", "run"] = "sweep"
+    """`sweep`: the farm's nightly job (holds the farm lock, every phone by default, a line per unit);
+    `run`: a developer's run on the phones at hand (no farm lock, the only phone unless `--all` or
+    `--device`, progress bars)."""
     agent: AgentOptions = field(default_factory=lambda: AgentOptions(split="all"))
     """What the agent run is asked to do (split, set, prices, agent switches)."""
     spread: Spread = "every-phone"
@@ -35,7 +39,10 @@ class SweepRequest:
     host: HostSettings | None = None
     """Policy and model for the host executor."""
     serials: list[str] = field(default_factory=list)
-    """Only these phones; empty = every healthy phone of every adb server."""
+    """Only these phones; empty = every healthy phone of every adb server (see `all_phones`)."""
+    all_phones: bool = True
+    """With no `serials`: every phone; False (`farm run` without `--all`) = the only phone there is, and a
+    one-line refusal when there are several."""
     profile: str | None = None
     """Instrument profile name in farm.yaml."""
     run_id: str | None = None
@@ -67,10 +74,17 @@ class SweepRequest:
     """Probe catalogue; null = the built-in one."""
     idle_timeout_s: float | None = None
     """No-output watchdog per unit; null = farm.yaml `idle_timeout_s`."""
+    deadline_s: float | None = None
+    """Seconds from the start (or the resume) after which no unit starts and running ones stop; the units left
+    are recorded unfinished. Null = no deadline."""
     command: list[str] = field(default_factory=list)
     """The command line, recorded in the manifest."""
     show_progress: bool = True
-    """Print a line per finished unit."""
+    """A sweep prints a line per finished unit, a run draws a progress bar per phone."""
+
+    def resume_command(self, run_id: str) -> str:
+        """The command that continues this run."""
+        return f"farm {self.kind} --resume {run_id}"
 
     def identity_options(self) -> dict[str, JsonValue]:
         """The options a resume must find unchanged (what the units measure, not how they are scheduled)."""

@@ -18,12 +18,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from farm import manifest as mf
 from farm.android import devices, health
-from farm.android.executor import Executor, NullProgress, ResolvedTask
-from farm.android.lane import phone_labels
+from farm.android.executor import Executor, NullProgress, ProgressSink, ResolvedTask
+from farm.android.health import phone_labels
 from farm.android.options import RunOptions
+from farm.android.phone_records import summary_source
 from farm.android.prepare import PhoneFacts, Resolver, installed_packages, prepare, signed_in
 from farm.config import FarmConfig
+from farm.errors import FarmError
 from farm.results.record import Execution, Record
 from farm.results.store import RECORDS_FILE, append_records
 from farm.sweep.journal import Journal, Lease
@@ -69,11 +72,16 @@ def gather_fleet(
 ) -> Fleet:
     """Discover phones on every adb server, gate their health, resolve every task on the healthy ones."""
     fleet = Fleet()
-    found = _unique(devices.discover(cfg, unreachable=fleet.unreachable), fleet.duplicates)
-    if req.serials:
-        found = [p for p in found if p.serial in req.serials]
+    # A developer's run stops at a listed server that does not answer; a sweep (or a re-check) goes on without it.
+    strict = req.kind == "run" and only is None
+    found = _unique(devices.discover(cfg, unreachable=None if strict else fleet.unreachable), fleet.duplicates)
     if only is not None:
         found = [p for p in found if p.serial in only]
+    elif req.kind == "run":
+        # A developer's run: the phone named, the only phone there is, or every phone with --all.
+        found = devices.select(found, req.serials, req.all_phones)
+    elif req.serials:
+        found = [p for p in found if p.serial in req.serials]
     gate = opts.profile if req.executor == "instrument" else None
     with ThreadPoolExecutor(max_workers=max(1, min(16, len(found)))) as pool:
         fleet.healths = list(pool.map(lambda p: health.check(p, cfg.health, gate), found))
@@ -86,7 +94,11 @@ def gather_fleet(
             facts = PhoneFacts(installed_packages(device), signed_in(device, phone.serial, cfg, opts.profile))
             resolver = Resolver(device, facts, catalogue, run=run_id, allow_irreversible=opts.agent.allow_irreversible)
             prepared = prepare(resolver, tasks)
-        except Exception:  # noqa: BLE001 - a phone that cannot be prepared is left out, the night goes on
+        except Exception as exc:  # noqa: BLE001 - a phone that cannot be prepared is left out, the others go on
+            gate_said = next(h for h in fleet.healths if h.serial == phone.serial)
+            gate_said.ok = False
+            gate_said.reason = "could not be prepared: " + (
+                exc.line() if isinstance(exc, FarmError) else f"{type(exc).__name__}: {exc}")
             return None
         resolved: dict[str, ResolvedTask] = {t.id: t for t in prepared.tasks}
         model = next((h.model for h in fleet.healths if h.serial == phone.serial), None)
@@ -108,11 +120,13 @@ class Dispatcher:
     def __init__(
         self, journal: Journal, fleet: Fleet, executor: Executor, opts: RunOptions, *, run_id: str, run_dir: Path,
         execution: Execution, req: SweepRequest, refresh: Callable[[set[str]], Fleet], stop: threading.Event,
-        on_record: Callable[[Record], None] = lambda _r: None,
+        on_record: Callable[[Record], None] = lambda _r: None, sinks: dict[str, ProgressSink] | None = None,
     ) -> None:
         self.journal, self.fleet, self.executor, self.opts = journal, fleet, executor, opts
         self.run_id, self.run_dir, self.execution, self.req = run_id, run_dir, execution, req
         self.refresh, self.stop, self.on_record = refresh, stop, on_record
+        self.sinks = sinks or {}
+        """Progress of each phone's executor (none: a line per record is enough)."""
         self._append_lock = threading.Lock()
         self._threads: dict[str, threading.Thread] = {}
         self.notes: list[str] = []
@@ -126,7 +140,7 @@ class Dispatcher:
         while True:
             alive = [s for s, t in self._threads.items() if t.is_alive()]
             if not alive:
-                if self.stop.is_set() or not self._readmit():
+                if self.stop.is_set() or self.opts.past_deadline() or not self._readmit():
                     return
                 continue
             if time.monotonic() - last_check > self.req.recheck_s:
@@ -172,7 +186,7 @@ class Dispatcher:
     def _worker(self, serial: str) -> None:
         slot = self.fleet.slots[serial]
         size = self.req.batch if self.executor.name == "instrument" else 1
-        while not self.stop.is_set():
+        while not self.stop.is_set() and not self.opts.past_deadline():
             others = self._others_active(serial)
             lease = self.journal.lease(serial, slot.resolved.keys(), others_active=others)
             if lease is None:
@@ -197,10 +211,16 @@ class Dispatcher:
 
     def _run(self, batch: list[Lease], slot: PhoneSlot) -> bool:
         """Run a batch of units; False when the phone was quarantined (its worker stops)."""
-        results = run_units(batch, slot, self.executor, self.opts, run_id=self.run_id, run_dir=self.run_dir,
-                            execution=self.execution, progress=NullProgress())
+        done = run_units(batch, slot, self.executor, self.opts, run_id=self.run_id, run_dir=self.run_dir,
+                         execution=self.execution, progress=self.sinks.get(slot.serial, NullProgress()))
+        source = summary_source(done.tree, self.run_dir, slot.serial)
+        with self._append_lock:
+            self.notes += [f"{slot.label}: pull refused {entry}" for entry in done.pull_refused]
+            if source is not None:
+                # Named before the records: the reports read re-judgements only from named files.
+                mf.add_lane(self.run_dir, mf.LaneEntry(lane="android", override_sources=[source]))
         alive = True
-        for lease, result in zip(batch, results, strict=True):
+        for lease, result in zip(batch, done.units, strict=True):
             alive = self._settle(lease, result, slot) and alive
         return alive
 

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
 import sys
 import threading
 import time
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from farm import manifest as mf
-from farm.android.lane import load_executor
+from farm.android.executor import Executor, ProgressSink, load_executor
+from farm.android.health import PhoneHealth
 from farm.android.options import AgentOptions, HostSettings, RunOptions
+from farm.android.progress import PhoneProgress, make_progress
 from farm.config import load_config
 from farm.errors import FarmError
 from farm.results.normalise import Context, error_record
@@ -28,6 +33,9 @@ from farm.sweep.request import EXIT_BELOW, EXIT_OK, EXIT_UNFINISHED, SweepReques
 from farm.sweep.runner import Dispatcher, Fleet, gather_fleet
 from farm.taskset.loader import LoadedTask
 from farm.taskset.rules import select_valid_tasks
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 
 @dataclass
@@ -46,6 +54,19 @@ class SweepResult:
     rate: float | None = None
     history: list[Path] = field(default_factory=list)
     """`farm history` written for the sweep's label (md, html)."""
+    phones: list[PhoneRecords] = field(default_factory=list)
+    """Each phone that ran units, with its records (for a per-phone headline)."""
+    left_out: list[PhoneHealth] = field(default_factory=list)
+    """Phones the health gate refused, with the reason."""
+
+
+@dataclass
+class PhoneRecords:
+    """One phone's records of a run."""
+
+    serial: str
+    label: str
+    records: list[Record]
 
 
 def _say(req: SweepRequest, text: str) -> None:
@@ -53,8 +74,13 @@ def _say(req: SweepRequest, text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
 
-def _default_run_id(label: str | None) -> str:
-    return f"{dt.datetime.now(dt.UTC):%Y%m%d-%H%M%S}-{label or 'sweep'}"
+def _default_run_id(req: SweepRequest, tasks: list[LoadedTask]) -> str:
+    """A sweep: `<yyyymmdd-hhmmss>-<label>`; a run: `<yyyymmdd-hhmm>-<split>-<short hash>`."""
+    now = dt.datetime.now(dt.UTC)
+    if req.kind == "sweep":
+        return f"{now:%Y%m%d-%H%M%S}-{req.label or 'sweep'}"
+    digest = hashlib.sha256(f"{time.time_ns()}:{','.join(t.sha256 for t in tasks)}".encode()).hexdigest()[:6]
+    return f"{now:%Y%m%d-%H%M}-{req.agent.split}-{digest}"
 
 
 class Sweep:
@@ -66,19 +92,30 @@ class Sweep:
         self.runs_dir = req.runs_dir or Path(self.cfg.runs_dir)
         self.tasks_dir = req.tasks_dir or Path(self.cfg.tasks_dir)
         self.stop = threading.Event()
+        self.executor: Executor | None = None
 
     # -- entry points ------------------------------------------------------------------------------
     def run(self) -> SweepResult:
         """A new sweep (or, with `resume`, the continuation of a stopped one)."""
         if self.req.resume:
             return self._resume()
+        self._opts()  # a bad profile or config is named before the task set is read
+        # The executor before anything is written: a host run without a model is refused here.
+        self.executor = load_executor(self.req.executor, self.cfg, self.req.host)
         tasks = self._tasks()
-        run_id = self.req.run_id or _default_run_id(self.req.label)
+        run_id = self.req.run_id or _default_run_id(self.req, tasks)
         if (self.runs_dir / run_id).exists():
             raise FarmError(f"{self.runs_dir / run_id}: run already exists",
                             hint=f"continue it with --resume {run_id}, or pass a new --run-id")
-        with farm_lock(lock_path(self.runs_dir), run_id=run_id, label=self.req.label, command=self.req.command):
+        with self._lock(run_id):
             return self._new(run_id, tasks)
+
+    def _lock(self, run_id: str) -> AbstractContextManager[object]:
+        """The farm lock for a sweep; a run on the phones at hand takes none (a nightly sweep must not stop a
+        developer's run, and the two never share a run directory)."""
+        if self.req.kind == "run":
+            return nullcontext()
+        return farm_lock(lock_path(self.runs_dir), run_id=run_id, label=self.req.label, command=self.req.command)
 
     def _tasks(self) -> list[LoadedTask]:
         if not self.tasks_dir.is_dir():
@@ -95,13 +132,14 @@ class Sweep:
 
     def _opts(self) -> RunOptions:
         return RunOptions.resolve(self.req.agent, self.cfg, self.req.profile, idle_timeout_s=self.req.idle_timeout_s,
-                                  started=time.monotonic())
+                                  deadline_s=self.req.deadline_s, started=time.monotonic())
 
     def _new(self, run_id: str, tasks: list[LoadedTask], *, existing: bool = False) -> SweepResult:
         """Plan and run a sweep; `existing`: its run directory was made by a start that stopped before its
         journal was written (the plan is made again, skip records already written are not repeated)."""
         req, opts = self.req, self._opts()
-        _say(req, f"sweep {run_id}: discovering phones")
+        if req.kind == "sweep":
+            _say(req, f"sweep {run_id}: discovering phones")
         fleet = gather_fleet(self.cfg, req, opts, tasks, run_id)
         if not fleet.slots:
             why = [f"{h.serial}: {h.reason}" for h in fleet.healths if not h.ok] + fleet.unreachable
@@ -116,9 +154,9 @@ class Sweep:
             config=mf.redact(self.cfg.model_dump(mode="json")), label=req.label,
             tasks=[mf.TaskEntry(id=t.task.id, sha256=t.sha256) for t in tasks],
             phones=_phone_entries(fleet), lanes=[mf.LaneEntry(lane="android", outputs=[RECORDS_FILE], detail={
-                "sweep": True, "spread": req.spread, "repeats": req.repeats, "executor": req.executor,
+                "kind": req.kind, "spread": req.spread, "repeats": req.repeats, "executor": req.executor,
                 "split": req.agent.split, "set": req.agent.set_prefix, "profile": opts.profile_name,
-                "request": json.loads(_request_json(req)),
+                "allow_irreversible": req.agent.allow_irreversible, "request": json.loads(_request_json(req)),
             })],
             notes=[f"adb server unreachable: {u}" for u in fleet.unreachable] + fleet.duplicates,
         )
@@ -145,19 +183,21 @@ class Sweep:
         if not run_dir.is_dir():
             raise FarmError(f"{run_dir}: no such run", hint="pass a run id from the runs directory")
         lanes = mf.load(run_dir).lanes if mf.manifest_path(run_dir).is_file() else []
-        saved = next((lane.detail.get("request") for lane in lanes if lane.detail.get("sweep")), None)
+        saved = next((lane.detail["request"] for lane in lanes if lane.detail.get("request")), None)
         if saved is None:
-            raise FarmError(f"{run_dir}: not a sweep run", hint="only a run started by `farm sweep` can be resumed")
+            raise FarmError(f"{run_dir}: nothing to resume there",
+                            hint="only a run started by `farm run` or `farm sweep` can be resumed")
         self.req = _request_from(json.dumps(saved), self.req)
+        self.executor = load_executor(self.req.executor, self.cfg, self.req.host)
         if not is_complete(run_dir):
             # Stopped before its queue was written: nothing ran yet, so plan it again under the same id.
             tasks = self._tasks()
-            with farm_lock(lock_path(self.runs_dir), run_id=run_id, label=self.req.label, command=self.req.command):
+            with self._lock(run_id):
                 return self._new(run_id, tasks, existing=True)
         journal = Journal.open(run_dir)
         meta = journal.meta()
         tasks = self._tasks()
-        with farm_lock(lock_path(self.runs_dir), run_id=run_id, label=self.req.label, command=self.req.command):
+        with self._lock(run_id):
             mine = self._identity(tasks)
             differ = [k for k in ("code", "tasks", "config") if meta.get(k) != mine[k]]
             if differ:
@@ -224,10 +264,13 @@ class Sweep:
         self, journal: Journal, run_dir: Path, run_id: str, tasks: list[LoadedTask], fleet: Fleet, opts: RunOptions,
     ) -> SweepResult:
         req = self.req
-        executor = load_executor(req.executor, self.cfg, req.host)
+        executor = self.executor or load_executor(req.executor, self.cfg, req.host)
         total = sum(journal.counts().values())
+        bars = make_progress(req.show_progress and req.kind == "run")
 
         def on_record(rec: Record) -> None:
+            if bars is not None:
+                return
             c = journal.counts()
             _say(req, f"[{c['done'] + c['unfinished']}/{total}] {rec.task_id} r{rec.repeat} on "
                       f"{fleet.slots[rec.device].label if rec.device in fleet.slots else rec.device}: "
@@ -237,18 +280,28 @@ class Sweep:
             return gather_fleet(self.cfg, req, opts, tasks, run_id, only=serials)
 
         def stopping(name: str) -> None:
-            _say(req, f"{name}: no new units; running units finish. Resume with: farm sweep --resume {run_id}")
+            # Said even with --quiet: the user asked for the stop and needs the way back.
+            noun = "tasks" if req.kind == "run" else "units"
+            print(f"{name}: no new {noun}; running {noun} finish. Resume with: {req.resume_command(run_id)}",
+                  file=sys.stderr, flush=True)
 
+        sinks = _phone_bars(bars, journal, fleet, executor.name) if bars is not None else {}
         dispatcher = Dispatcher(journal, fleet, executor, opts, run_id=run_id, run_dir=run_dir,
                                 execution=self._execution(opts), req=req, refresh=refresh, stop=self.stop,
-                                on_record=on_record)
-        with stop_on_signals(self.stop, stopping):
-            dispatcher.run()
-        return self._finish(journal, run_dir, run_id, tasks, opts, dispatcher.notes)
+                                on_record=on_record, sinks=sinks)
+        if bars is not None:
+            bars.start()
+        try:
+            with stop_on_signals(self.stop, stopping):
+                dispatcher.run()
+        finally:
+            if bars is not None:
+                bars.stop()
+        return self._finish(journal, run_dir, run_id, tasks, opts, dispatcher.notes, fleet)
 
     def _finish(
         self, journal: Journal, run_dir: Path, run_id: str, tasks: list[LoadedTask], opts: RunOptions,
-        notes: list[str],
+        notes: list[str], fleet: Fleet,
     ) -> SweepResult:
         interrupted = self.stop.is_set()
         quarantined = journal.quarantined()
@@ -256,10 +309,11 @@ class Sweep:
             # Nothing can take what is left: each such unit gets its error record, never a failure.
             by_id = {t.task.id: t for t in tasks}
             pending = journal.units("pending")
+            why = "unfinished: run deadline passed" if opts.past_deadline() else None
             append_records(run_dir / RECORDS_FILE,
-                           [self._never_ran(run_id, u, by_id[u.task_id], quarantined, opts) for u in pending])
+                           [self._never_ran(run_id, u, by_id[u.task_id], quarantined, opts, why) for u in pending])
             for u in pending:
-                journal.give_up(u.unit_id, "no phone could run it")
+                journal.give_up(u.unit_id, why or "no phone could run it")
         counts = journal.counts()
         journal.close()
         from farm.report.build import build_reports
@@ -279,18 +333,22 @@ class Sweep:
         reports = build_reports([run_dir], include_holdout=self.req.agent.split != "tune",
                                 links=[f"{Path(os.path.relpath(p, run_dir)).as_posix()} (night over night)"
                                        for p in links if p.suffix == ".md"])
-        rate = headline(read_records(run_dir / RECORDS_FILE, ReadProblems())).rate
+        records = read_records(run_dir / RECORDS_FILE, ReadProblems())
+        rate = headline(records).rate
         mf.update(run_dir, lambda m: setattr(m.lanes[0], "outputs", sorted(
             {*m.lanes[0].outputs, *(str(p.relative_to(run_dir)) for p in reports)})))
         if interrupted:
-            _say(self.req, f"stopped: {counts['done']} units kept, {unfinished} not finished; "
-                           f"resume with: farm sweep --resume {run_id}")
+            print(f"stopped: {counts['done']} units kept, {unfinished} not finished; "
+                  f"resume with: {self.req.resume_command(run_id)}", file=sys.stderr, flush=True)
         code = EXIT_OK
         if unfinished:
             code = EXIT_UNFINISHED
         elif self.req.fail_under is not None and (rate is None or rate < self.req.fail_under):
             code = EXIT_BELOW
-        return SweepResult(run_id, run_dir, counts, interrupted, code, reports, quarantined, notes, rate, links)
+        phones = [PhoneRecords(serial, slot.label, [r for r in records if r.device == serial])
+                  for serial, slot in sorted(fleet.slots.items(), key=lambda kv: kv[1].label)]
+        return SweepResult(run_id, run_dir, counts, interrupted, code, reports, quarantined, notes, rate, links,
+                           phones, [h for h in fleet.healths if not h.ok])
 
     def _history(self, run_id: str) -> list[Path]:
         """`farm history` for this sweep's label, up to this night (its paths; none when it cannot be made)."""
@@ -306,10 +364,12 @@ class Sweep:
 
     def _never_ran(
         self, run_id: str, unit: UnitRow, loaded: LoadedTask, quarantined: dict[str, list[str]], opts: RunOptions,
+        why: str | None = None,
     ) -> Record:
         phone = unit.pin or "any"
-        why = f"never ran: phone quarantined ({'; '.join(quarantined[phone])})" if phone in quarantined \
-            else "never ran: no eligible phone was left"
+        if why is None:
+            why = f"never ran: phone quarantined ({'; '.join(quarantined[phone])})" if phone in quarantined \
+                else "never ran: no eligible phone was left"
         ctx = Context(run=run_id, device=phone, split=self.req.agent.split, executor=self.req.executor,
                       execution=self._execution(opts), attempt=max(1, unit.tries),
                       categories={loaded.task.id: loaded.directory})
@@ -326,8 +386,18 @@ def _phone_entries(fleet: Fleet) -> list[mf.PhoneEntry]:
     ]
 
 
+def _phone_bars(bars: Progress, journal: Journal, fleet: Fleet, executor: str) -> dict[str, ProgressSink]:
+    """A progress bar per phone, its total the units pinned to it (a run spreads every task on every phone)."""
+    pinned: dict[str, int] = {}
+    for unit in journal.units():
+        pinned[unit.pin or ""] = pinned.get(unit.pin or "", 0) + 1
+    return {serial: PhoneProgress(bars, slot.label, pinned.get(serial, 0), claimed=executor == "instrument")
+            for serial, slot in sorted(fleet.slots.items(), key=lambda kv: kv[1].label)}
+
+
 def _request_json(req: SweepRequest) -> str:
-    return json.dumps({**req.identity_options(), "label": req.label, "max_tries": req.max_tries,
+    return json.dumps({**req.identity_options(), "kind": req.kind, "all_phones": req.all_phones,
+                       "deadline_s": req.deadline_s, "label": req.label, "max_tries": req.max_tries,
                        "quarantine_after": req.quarantine_after, "fail_under": req.fail_under}, sort_keys=True)
 
 
@@ -335,6 +405,8 @@ def _request_from(text: str, given: SweepRequest) -> SweepRequest:
     """The stopped sweep's own options (a resume continues them; the command line only names the run)."""
     data = json.loads(text)
     return SweepRequest(
+        kind=data.get("kind", "sweep"), all_phones=data.get("all_phones", True),
+        deadline_s=given.deadline_s if given.deadline_s is not None else data.get("deadline_s"),
         agent=AgentOptions.model_validate(data["agent"]), spread=data["spread"], repeats=data["repeats"],
         executor=data["executor"], profile=data.get("profile"),
         host=HostSettings.model_validate(data["host"]) if data.get("host") else None,

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 from farm.android.bundle import bundle_device_path
 from farm.android.executor import Executor, ExecutorOutcome, PhoneJob, ProgressSink, ResolvedTask
-from farm.android.lane import phone_records
 from farm.android.options import RunOptions
 from farm.android.paths import sanitise_serial
+from farm.android.phone_records import phone_records
 from farm.android.prepare import Prepared
 from farm.errors import FarmError
 from farm.results.normalise import Context
@@ -34,9 +34,10 @@ def unit_slug(unit_id: str) -> str:
     return _UNSAFE.sub("_", unit_id).strip("_")
 
 
-def try_dir(run_dir: Path, serial: str, lease: Lease) -> Path:
-    """Where one try's eval tree goes, relative to nothing the results package needs to know."""
-    return run_dir / "android" / sanitise_serial(serial) / "units" / f"{unit_slug(lease.unit_id)}.try{lease.attempt}"
+def try_dir(run_dir: Path, serial: str, unit_id: str, attempt: int) -> Path:
+    """Where one try's eval tree goes (`android/<serial>/units/<unit>.try<n>/`; a batch's tree is named after its
+    first unit)."""
+    return run_dir / "android" / sanitise_serial(serial) / "units" / f"{unit_slug(unit_id)}.try{attempt}"
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,18 @@ class PhoneSlot:
 
 
 @dataclass(frozen=True)
+class BatchResult:
+    """What one executor job of leased units gave: each unit's result, and what the pull refused."""
+
+    units: list[UnitResult]
+    """In lease order."""
+    pull_refused: list[str]
+    """Entries of the phone's tree the pull refused (`path: why`)."""
+    tree: Path
+    """The batch's eval tree on the host."""
+
+
+@dataclass(frozen=True)
 class UnitResult:
     """The record of one try and whether the try failed for an infrastructure reason."""
 
@@ -62,14 +75,14 @@ class UnitResult:
 def run_units(
     leases: list[Lease], slot: PhoneSlot, executor: Executor, opts: RunOptions, *, run_id: str, run_dir: Path,
     execution: Execution, progress: ProgressSink,
-) -> list[UnitResult]:
+) -> BatchResult:
     """Run leased units of distinct tasks as one executor job (one `am instrument` call for the instrument
     executor) and return each unit's scored record, in lease order (never raises for device trouble)."""
     from adbutils import AdbError
 
     first = leases[0]
     tasks = [slot.resolved[lease.task_id] for lease in leases]
-    raw = try_dir(run_dir, slot.serial, first)
+    raw = try_dir(run_dir, slot.serial, first.unit_id, first.attempt)
     device_run = f"{run_id}.{unit_slug(first.unit_id)}.{first.attempt}"
     job = PhoneJob(
         device=slot.device, serial=slot.serial, label=slot.label, run_id=device_run, tasks=tasks, options=opts,
@@ -98,4 +111,4 @@ def run_units(
             "extra": {**by_task[lease.task_id].extra, "unit": lease.unit_id},
         })
         results.append(UnitResult(record, infra=record.outcome == "error"))
-    return results
+    return BatchResult(results, list(outcome.pull_refused), raw)

@@ -47,21 +47,26 @@ def test_two_phones_pulled_into_one_run_are_both_in_the_manifest_and_report(virt
     assert "| all | 2 | 1 | 0 | 50.0% |" in md
 
 
-def test_pull_into_a_finished_run_adds_no_unit_twice(virtual_farm, tmp_path: Path) -> None:
-    from farm.android.lane import RunRequest, run
+def test_pulling_a_phone_run_twice_adds_no_unit_twice(virtual_farm, tmp_path: Path) -> None:
+    from farm.android.lane import run, run_request
     from farm.android.options import AgentOptions
     from farm.results.store import read_records
     from tests.helpers.records import write_tasks
 
     phone = virtual_farm(1)[0]
     tasks = write_tasks(tmp_path / "tasks")
-    result = run(RunRequest(agent=AgentOptions(split="tune"), all_phones=True, tasks_dir=tasks,
-                            runs_dir=tmp_path / "runs", show_progress=False, run_id="r1", idle_timeout_s=60))
-    before = read_records(result.run_dir / "records.jsonl")
+    # A farm run leaves each try's tree and bundle on the phone (`eval/<run>.<unit>.<try>/`): pull one of them.
+    run(run_request(agent=AgentOptions(split="tune"), all_phones=True, tasks_dir=tasks, runs_dir=tmp_path / "runs",
+                    show_progress=False, run_id="r1", idle_timeout_s=60))
+    device_run = sorted(p.name for p in phone.state.host_path(EVAL).iterdir() if p.name.startswith("r1."))[0]
+    first = pull_run(FarmConfig(tasks_dir=str(tasks)), serial=phone.serial, run=device_run, split="all",
+                     runs_dir=tmp_path / "runs", profile="sim")
+    assert first.records == 1 and first.already == 0
+    before = read_records(first.run_dir / "records.jsonl")
     for _ in range(2):
-        summary = pull_run(FarmConfig(tasks_dir=str(tasks)), serial=phone.serial, run="r1", split="all",
+        summary = pull_run(FarmConfig(tasks_dir=str(tasks)), serial=phone.serial, run=device_run, split="all",
                            runs_dir=tmp_path / "runs", profile="sim")
-        assert summary.records == 0 and summary.already > 0
+        assert summary.records == 0 and summary.already == 1
         assert summary.tasks_from.startswith("the phone's bundle")
-    after = read_records(result.run_dir / "records.jsonl")
+    after = read_records(first.run_dir / "records.jsonl")
     assert [r.attempt_key() for r in after] == [r.attempt_key() for r in before]

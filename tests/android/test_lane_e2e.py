@@ -9,19 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from farm.android.lane import RunRequest, run
+from farm.android.lane import run, run_request
 from farm.android.options import AgentOptions
-from farm.android.paths import raw_dir
 from farm.errors import FarmError
 from farm.results.stats import wilson
 from farm.results.store import read_records
 from farm.sim.profile import FaultSpec, default_profile
-from tests.helpers.records import write_tasks
+from farm.sweep.request import SweepRequest
+from tests.helpers.records import phone_score_lines, write_tasks
 
 TUNE = 5  # tune tasks in SMALL_TASKS
 
 
-def _request(tmp_path: Path, **kw: object) -> RunRequest:
+def _request(tmp_path: Path, **kw: object) -> SweepRequest:
     tasks = tmp_path / "tasks"
     if not tasks.exists():
         write_tasks(tasks)
@@ -30,7 +30,7 @@ def _request(tmp_path: Path, **kw: object) -> RunRequest:
         "runs_dir": tmp_path / "runs", "show_progress": False, "config": None, "idle_timeout_s": 60,
     }
     base.update(kw)
-    return RunRequest(**base)  # type: ignore[arg-type]
+    return run_request(**base)  # type: ignore[arg-type]
 
 
 def _table(md: str, heading: str) -> dict[str, list[str]]:
@@ -62,9 +62,9 @@ def test_two_phones_report_numbers_equal_a_recomputation_from_raw_scores(virtual
     first_feedback: list[float] = []
     markers: dict[str, list[str]] = {}
     for phone in phones:
-        lines = (raw_dir(run_dir, phone.serial, "tune") / "scores.jsonl").read_text(encoding="utf-8").splitlines()
-        scores = [json.loads(ln) for ln in lines if ln.strip()]
-        assert {s["id"] for s in scores} == set(directory) - {"irrev-send"}
+        scores = phone_score_lines(run_dir, phone.serial)
+        # One task per `am instrument` call: each try's own tree holds that task's line.
+        assert sorted(s["id"] for s in scores) == sorted(set(directory) - {"irrev-send"})
         for s in scores:
             if s["outcome"] == "skipped":
                 continue
@@ -125,16 +125,20 @@ def test_two_phones_report_numbers_equal_a_recomputation_from_raw_scores(virtual
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "finished" and {p["agent_version"] for p in manifest["phones"]} == {"0.9.0"}
     assert [t["id"] for t in manifest["tasks"]] and all(len(t["sha256"]) == 64 for t in manifest["tasks"])
-    assert manifest["lanes"][0]["detail"] == {
-        "split": "tune", "set": None, "executor": "instrument", "profile": "sim", "allow_irreversible": False,
+    detail = manifest["lanes"][0]["detail"]
+    assert {k: detail[k] for k in ("kind", "split", "set", "executor", "profile", "allow_irreversible")} == {
+        "kind": "run", "split": "tune", "set": None, "executor": "instrument", "profile": "sim",
+        "allow_irreversible": False,
     }
 
 
 def test_probe_values_reach_the_checks_in_the_pushed_bundle(virtual_farm, tmp_path: Path) -> None:
     phone = virtual_farm(1)[0]
     result = run(_request(tmp_path, run_id="r-probe"))
-    bundle = phone.state.host_path(f"/sdcard/Android/data/dev.agentfarm.simagent/files/eval-tasks/{result.run_id}.json")
-    tasks = {t["id"]: t for t in json.loads(bundle.read_text(encoding="utf-8"))["tasks"]}
+    # One bundle per try (`<run>.<unit>.<try>.json`), each holding that try's task.
+    bundles = phone.state.host_path("/sdcard/Android/data/dev.agentfarm.simagent/files/eval-tasks")
+    tasks = {t["id"]: t for b in bundles.glob(f"{result.run_id}.*.json")
+             for t in json.loads(b.read_text(encoding="utf-8"))["tasks"]}
     assert tasks["sys-version"]["checks"][0]["text"] == phone.profile.android_release
     assert tasks["calc-add"]["apps"] == ["com.android.calculator2"]
     assert tasks["notes-new"]["marker"] == f"AF-{result.run_id}-n1"
@@ -159,21 +163,37 @@ def test_rerun_with_the_same_run_id_is_refused(virtual_farm, tmp_path: Path) -> 
 
 def test_crash_ending_is_recorded_as_such(virtual_farm, tmp_path: Path) -> None:
     virtual_farm(1, faults=FaultSpec(instrument_crash_after_tasks=1))
-    result = run(_request(tmp_path, run_id="r-crash"))
-    outcome = result.phones[0].outcome
-    assert outcome is not None and outcome.crashed
-    assert outcome.infrastructure_error == "instrumentation: Process crashed."
+    # All four runnable tasks in one `am instrument` call, no second try: the crash ends the batch.
+    result = run(_request(tmp_path, run_id="r-crash", batch=TUNE, max_tries=1))
     records = result.phones[0].records
     ran = [r for r in records if r.outcome != "skipped"]
     errors = [r for r in ran if r.outcome == "error"]
     assert len(ran) == TUNE - 1 and len(errors) == TUNE - 2
-    assert any(r.reasons[0] == "agent process crashed while executing this task" for r in errors)
+    assert [r.reasons[0] for r in errors].count("agent process crashed while executing this task") == 1
+    assert all(r.reasons[0].startswith("unfinished: instrumentation: Process crashed.") for r in errors
+               if r.reasons[0] != "agent process crashed while executing this task")
     assert all(r.failure_kind == "infrastructure" for r in errors)
+    assert result.exit_code == 3
+
+
+def test_a_crashed_batch_is_tried_again_and_every_try_is_kept(virtual_farm, tmp_path: Path) -> None:
+    virtual_farm(1, faults=FaultSpec(instrument_crash_after_tasks=1))
+    # Two tasks per call: the second always crashes, so each unit needs the next batch to finish.
+    result = run(_request(tmp_path, run_id="r-crash-retry", batch=2, max_tries=3))
+    ran = [r for r in result.phones[0].records if r.outcome != "skipped"]
+    assert len(ran) == TUNE - 1 and not [r for r in ran if r.outcome == "error"]
+    retried = [r for r in ran if r.attempt > 1]
+    assert retried, "a crash costs the unit that was running a try"
+    for rec in retried:
+        tries = rec.extra["tries"]
+        assert isinstance(tries, list) and [t["try"] for t in tries] == list(range(1, rec.attempt + 1))
+        assert all(t["kind"] == "infra" and "crashed" in t["reason"] for t in tries[:-1])
+    assert result.exit_code == 0
 
 
 def test_watchdog_stops_a_silent_phone_and_keeps_what_finished(virtual_farm, tmp_path: Path) -> None:
     virtual_farm(1, faults=FaultSpec(instrument_stop_after_tasks=2))
-    result = run(_request(tmp_path, run_id="r-idle", idle_timeout_s=2))
+    result = run(_request(tmp_path, run_id="r-idle", idle_timeout_s=2, batch=TUNE, max_tries=1))
     records = [r for r in result.phones[0].records if r.outcome != "skipped"]
     finished = [r for r in records if r.outcome != "error"]
     unfinished = [r for r in records if r.outcome == "error"]
@@ -205,18 +225,16 @@ def test_hostile_names_are_refused_and_nothing_is_written_outside_runs(virtual_f
     write_tasks(tmp_path / "tasks")
     before = {p for p in tmp_path.rglob("*") if "runs" not in p.relative_to(tmp_path).parts}
     result = run(_request(tmp_path, run_id="r-hostile"))
-    outcome = result.phones[0].outcome
-    assert outcome is not None
-    refused = "\n".join(outcome.pull_refused)
+    refused = "\n".join(n for n in result.notes if "pull refused" in n)
     for name in ("etc-link", "up-link", "dotdot-dir", "outside.txt", "huge.bin", "bad\\nname"):
         assert name in refused
     after = {p for p in tmp_path.rglob("*") if "runs" not in p.relative_to(tmp_path).parts}
     assert after == before
     assert not list(tmp_path.parent.rglob("*outside.txt"))
-    raw = raw_dir(result.run_dir, result.phones[0].serial, "tune")
-    assert not any(p.is_symlink() for p in raw.rglob("*"))
-    assert (raw / "scores.jsonl").is_file()
-    assert re.search(r"pull refused \d+ entries", (result.run_dir / "manifest.json").read_text())
+    assert not any(p.is_symlink() for p in result.run_dir.rglob("*"))
+    assert phone_score_lines(result.run_dir, result.phones[0].serial)
+    notes = json.loads((result.run_dir / "manifest.json").read_text())["notes"]
+    assert any(re.search(r"pull refused .*etc-link", n) for n in notes)
 
 
 def test_manifest_keeps_no_credential(virtual_farm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -252,10 +270,9 @@ def test_run_deadline_stops_the_phone_and_marks_the_rest_as_infrastructure_error
     slow.agent.time_scale = 10.0  # 3 s per simulated task
     virtual_farm(1, profile=slow)
     result = run(_request(tmp_path, run_id="r-deadline", deadline_s=1.0))
-    outcome = result.phones[0].outcome
-    assert outcome is not None and outcome.infrastructure_error == "run deadline passed"
     errors = [r for r in result.phones[0].records if r.outcome == "error"]
-    assert errors and all(r.reasons[0] == "unfinished: run deadline passed" for r in errors)
+    assert len(errors) == TUNE - 1 and all(r.reasons[0] == "unfinished: run deadline passed" for r in errors)
+    assert result.exit_code == 3
 
 
 def test_signed_in_comes_from_the_apps_logged_in_file(virtual_farm, tmp_path: Path) -> None:
@@ -310,24 +327,26 @@ def test_phones_on_a_second_adb_server_listed_in_farm_yaml_are_used(virtual_farm
 def test_an_unexpected_failure_on_one_phone_keeps_the_other_phones_results(
     virtual_farm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import farm.android.lane as lane
+    import farm.sweep.runner as runner
 
     ok, broken = virtual_farm(2)
-    real = lane.installed_packages
+    real = runner.installed_packages
 
     def flaky(device):  # type: ignore[no-untyped-def]
         if device.serial == broken.serial:
             raise RuntimeError("package manager answered nonsense")
         return real(device)
 
-    monkeypatch.setattr(lane, "installed_packages", flaky)
+    monkeypatch.setattr(runner, "installed_packages", flaky)
     result = run(_request(tmp_path, run_id="r-broken"))
-    by_serial = {p.serial: p for p in result.phones}
-    assert not [r for r in by_serial[ok.serial].records if r.outcome == "error"]
-    bad = by_serial[broken.serial].records
-    assert len(bad) == TUNE and all(r.outcome == "error" for r in bad)
-    assert bad[0].reasons == ["unfinished: RuntimeError: package manager answered nonsense"]
-    assert json.loads((result.run_dir / "manifest.json").read_text())["status"] == "finished"
+    assert [p.serial for p in result.phones] == [ok.serial]
+    assert not [r for r in result.phones[0].records if r.outcome == "error"]
+    assert [(h.serial, h.reason) for h in result.left_out] == [
+        (broken.serial, "could not be prepared: RuntimeError: package manager answered nonsense")]
+    manifest = json.loads((result.run_dir / "manifest.json").read_text())
+    phones = {p["serial"]: p for p in manifest["phones"]}
+    assert phones[broken.serial]["status"] == "left_out" and "package manager" in phones[broken.serial]["reason"]
+    assert manifest["status"] == "finished"
 
 
 def test_runner_failing_to_start_the_tasks_names_the_cause(virtual_farm, tmp_path: Path) -> None:

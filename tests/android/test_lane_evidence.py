@@ -7,12 +7,12 @@ from pathlib import Path
 
 from farm import manifest as mf
 from farm.android.collect import pull_run
-from farm.android.lane import RunRequest, run
+from farm.android.lane import run, run_request
 from farm.android.options import AgentOptions
-from farm.android.paths import raw_dir
 from farm.config import FarmConfig
 from farm.results.aggregate import aggregate
 from farm.results.store import read_records
+from farm.sweep.unit_run import try_dir
 from tests.helpers.records import score_line, scores_text, write_tasks
 
 EVAL = "/sdcard/Android/data/dev.agentfarm.simagent/files/eval"
@@ -20,23 +20,24 @@ EVAL = "/sdcard/Android/data/dev.agentfarm.simagent/files/eval"
 
 def test_a_run_names_each_records_run_record_and_each_phones_summary(virtual_farm, tmp_path: Path) -> None:
     phone = virtual_farm(1)[0]
-    result = run(RunRequest(agent=AgentOptions(split="tune"), all_phones=True, tasks_dir=write_tasks(tmp_path / "t"),
+    result = run(run_request(agent=AgentOptions(split="tune"), all_phones=True, tasks_dir=write_tasks(tmp_path / "t"),
                             runs_dir=tmp_path / "runs", show_progress=False, run_id="r1", idle_timeout_s=60))
     run_dir = result.run_dir
-    raw = raw_dir(run_dir, phone.serial, "tune")
     records = read_records(run_dir / "records.jsonl")
     ran = [r for r in records if r.outcome != "skipped"]
-    assert ran and all(r.evidence == f"{raw.relative_to(run_dir)}/{r.task_id}/run" for r in ran)
+    # Each unit's try has its own tree: `android/<serial>/units/<unit>.try1/<id>/run`.
+    tries = {r.task_id: try_dir(run_dir, phone.serial, str(r.extra["unit"]), r.attempt) for r in ran}
+    assert ran and all(r.evidence == f"{tries[r.task_id].relative_to(run_dir)}/{r.task_id}/run" for r in ran)
     assert all((run_dir / str(r.evidence)).is_dir() for r in ran)
     assert all(r.evidence is None for r in records if r.outcome == "skipped")
     (lane,) = mf.load(run_dir).lanes
-    assert lane.override_sources == [
-        mf.OverrideSource(path=str((raw / "summary.md").relative_to(run_dir)), device=phone.serial)
-    ]
+    assert sorted(s.path for s in lane.override_sources) == sorted(
+        str((t / "summary.md").relative_to(run_dir)) for t in tries.values())
+    assert {s.device for s in lane.override_sources} == {phone.serial}
     # A re-judgement written into that summary reaches the report (the answer is the quoted evidence).
     answered = next(r for r in ran if r.answer and r.outcome != "error")
     verdict, other = ("pass", "fail") if answered.passed else ("fail", "pass")
-    with (raw / "summary.md").open("a", encoding="utf-8") as fh:
+    with (tries[answered.task_id] / "summary.md").open("a", encoding="utf-8") as fh:
         fh.write(f"\n- {answered.task_id}: {verdict} → {other}, 证据:「{answered.answer}」\n")
     (row,) = aggregate([run_dir]).data.overrides
     assert row.applied and (row.task_id, row.initial, row.final) == (answered.task_id, verdict, other)

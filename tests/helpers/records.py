@@ -154,3 +154,13 @@ def write_tasks(root: Any, tasks: list[tuple[str, dict[str, Any]]] | None = None
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(task, ensure_ascii=False, indent=1), encoding="utf-8")
     return root
+
+
+def phone_score_lines(run_dir: Any, serial: str) -> list[dict[str, Any]]:
+    """Every scores.jsonl line a phone's tries left in a run (`android/<serial>/units/*/scores.jsonl`)."""
+    from farm.android.paths import phone_dir
+
+    lines: list[dict[str, Any]] = []
+    for path in sorted(phone_dir(run_dir, serial).glob("units/*/scores.jsonl")):
+        lines += [json.loads(ln) for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    return lines

@@ -6,14 +6,14 @@ from typing import Any
 import pytest
 
 from farm.android.host_executor import llm_config
-from farm.android.lane import RunRequest, run
+from farm.android.lane import run, run_request
 from farm.android.options import AgentOptions, HostSettings
 from farm.errors import FarmError
 from farm.results.store import read_records
 
 
 def _run(sim: Any, tmp_path: Path, set_prefix: str, **kw: Any) -> Any:
-    req = RunRequest(agent=AgentOptions(split="tune", set_prefix=set_prefix), serials=[sim.serial],
+    req = run_request(agent=AgentOptions(split="tune", set_prefix=set_prefix), serials=[sim.serial],
                      executor="host", host=HostSettings(policy="scripted"), runs_dir=tmp_path / "runs",
                      show_progress=False, run_id="r-host", **kw)
     return run(req)
@@ -86,7 +86,7 @@ def test_farm_run_with_the_model_policy_prices_tokens_from_the_flags(
         settings = HostSettings(policy="model", provider="openai", model="stub-model",
                                 base_url=stub.base_url_openai, api_key_env="FARM_TEST_MODEL_KEY")
         agent = AgentOptions(split="tune", set_prefix="calculator-multiply", price_in=1.0, price_out=2.0)
-        req = RunRequest(agent=agent, serials=[virtual_phone.serial], executor="host", host=settings,
+        req = run_request(agent=agent, serials=[virtual_phone.serial], executor="host", host=settings,
                          runs_dir=tmp_path / "runs", show_progress=False, run_id="r-model")
         record = run(req).phones[0].records[0]
     n = len(CALCULATOR_PLAN)
