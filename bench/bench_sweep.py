@@ -225,8 +225,12 @@ def bench_resume(tmp: Path) -> None:
 
 
 def _tries(journal: Path) -> int:
-    with sqlite3.connect(journal, timeout=30) as db:
-        return int(db.execute("SELECT count(*) FROM tries").fetchone()[0])
+    """Tries begun so far (0 while the journal's file exists but its tables are still being made)."""
+    try:
+        with sqlite3.connect(journal, timeout=30) as db:
+            return int(db.execute("SELECT count(*) FROM tries").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
 
 
 def _count(journal: Path) -> int:

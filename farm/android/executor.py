@@ -121,6 +121,10 @@ class Executor(Protocol):
         """Run `job.tasks` on `job.device`; never raise for per-task problems."""
         ...
 
+    def close(self) -> None:
+        """Release what the executor kept between jobs (connections to phones)."""
+        ...
+
 
 class NullProgress:
     """A progress sink that ignores everything (tests, benchmarks)."""

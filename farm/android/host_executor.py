@@ -7,6 +7,7 @@ normalises both executors' results the same way; only the record's `executor` fi
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -19,7 +20,9 @@ if TYPE_CHECKING:
     from farm.android.options import AgentOptions, PolicyName, RunOptions
     from farm.config import FarmConfig
     from farm.llm.config import LLMConfig
+    from host_agent.phone import Phone
     from host_agent.policy import Policy
+    from host_agent.scripted import Script
 
 POLICY_ENV = "FARM_HOST_POLICY"
 """Environment variable naming the default policy when `--policy` is not given."""
@@ -51,7 +54,12 @@ def llm_config(cfg: FarmConfig | None, settings: HostSettings, agent: AgentOptio
 
 
 class HostExecutor:
-    """Runs one phone's tasks one by one with host_agent and writes the eval tree locally."""
+    """Runs one phone's tasks one by one with host_agent and writes the eval tree locally.
+
+    A sweep hands it one unit at a time, so what does not change between units is made once: the
+    scripts of the scripted policy, and per phone the uiautomator2 connection and the installed
+    packages (kept while the phone answers, dropped when it is lost; `close` ends them all).
+    """
 
     name: ExecutorName = "host"
 
@@ -64,12 +72,18 @@ class HostExecutor:
         self.policy_name: PolicyName = policy  # type: ignore[assignment]
         if self.policy_name == "model":
             llm_config(cfg, self.settings)  # fail before any phone is touched
+        self._scripts: dict[str, Script] | None = None
+        self._sessions: dict[str, tuple[Phone, list[str]]] = {}
+        self._guard = threading.Lock()
 
     def _policy(self, options: RunOptions) -> tuple[Policy, Callable[[], None]]:
         if self.policy_name == "scripted":
             from host_agent.scripted import ScriptedPolicy, load_scripts
 
-            return ScriptedPolicy(load_scripts(self.settings.scripts_dir)), lambda: None
+            with self._guard:
+                if self._scripts is None:
+                    self._scripts = load_scripts(self.settings.scripts_dir)
+            return ScriptedPolicy(self._scripts), lambda: None
         from farm.llm.client import make_client
         from host_agent.model_policy import ModelPolicy
 
@@ -84,13 +98,17 @@ class HostExecutor:
 
         outcome = ExecutorOutcome()
         pending = [t.id for t in job.tasks]
-        try:
-            phone = Phone.connect(job.device)
-            installed = [str(p) for p in job.device.list_packages()]
-        except Exception as exc:  # noqa: BLE001 - PhoneError, or whatever adbutils raises listing packages
-            outcome.unfinished = pending
-            outcome.infrastructure_error = f"uiautomator2: {exc}"
-            return outcome
+        with self._guard:
+            # Taken out while in use: one worker per phone, and a lost phone's session is never handed out.
+            session = self._sessions.pop(job.serial, None)
+        if session is None:
+            try:
+                session = (Phone.connect(job.device), [str(p) for p in job.device.list_packages()])
+            except Exception as exc:  # noqa: BLE001 - PhoneError, or whatever adbutils raises listing packages
+                outcome.unfinished = pending
+                outcome.infrastructure_error = f"uiautomator2: {exc}"
+                return outcome
+        phone, installed = session
         execution = "simulated" if job.options.profile_name == "sim" else "live"
         tree = EvalTree(job.raw_dir, job.run_id)
         policy, close = self._policy(job.options)
@@ -128,10 +146,22 @@ class HostExecutor:
                     break
         finally:
             close()
-            phone.close()
+            if outcome.infrastructure_error is None and not pending:
+                with self._guard:
+                    self._sessions[job.serial] = session
+            else:
+                phone.close()
         outcome.unfinished = pending
         outcome.pulled = True
         return outcome
+
+
+    def close(self) -> None:
+        """End the phones' kept connections."""
+        with self._guard:
+            sessions, self._sessions = list(self._sessions.values()), {}
+        for phone, _installed in sessions:
+            phone.close()
 
 
 def _status(outcome: str, passed: bool) -> TestStatus:

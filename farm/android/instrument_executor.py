@@ -33,6 +33,9 @@ class InstrumentExecutor:
     pull_limits: PullLimits
     name: ExecutorName = "instrument"
 
+    def close(self) -> None:
+        """Nothing is kept between jobs: each `am instrument` call stands alone."""
+
     def run(self, job: PhoneJob, progress: ProgressSink) -> ExecutorOutcome:
         """Push, instrument with a watchdog, parse live, pull; never raises for device trouble."""
         from adbutils import AdbError

@@ -25,6 +25,7 @@ from farm.results.normalise import Context, error_record
 from farm.results.record import Execution, Record
 from farm.results.store import RECORDS_FILE, ReadProblems, append_records, iter_records, new_records
 from farm.signals import stop_on_signals
+from farm.sweep.collect import STOPPED, collect_leased
 from farm.sweep.identity import sweep_identity
 from farm.sweep.journal import Journal, UnitRow, is_complete
 from farm.sweep.lock import farm_lock, lock_path
@@ -210,12 +211,17 @@ class Sweep:
             if not fleet.slots:
                 raise FarmError(f"{run_id}: no healthy phone to resume on", hint="see `farm devices`; nothing changed")
             kept = reconcile(journal, run_dir)
+            collected = collect_leased(journal, run_dir, fleet, executor=self.req.executor, opts=opts,
+                                       run_id=run_id, execution=self._execution(opts), limits=self.cfg.pull)
             for lease in journal.leased():
-                journal.interrupted(lease, "the controller stopped during this try")
+                journal.interrupted(lease, STOPPED)
             again = journal.requeue_unfinished()
             _say(self.req, f"resume {run_id}: {journal.counts()['done']} units kept"
                            + (f", {kept} found recorded" if kept else "")
+                           + (f", {len(collected.records)} collected from their tries" if collected.records else "")
                            + (f", {again} unfinished queued again" if again else ""))
+            if collected.refused:
+                mf.update(run_dir, lambda m: m.notes.extend(f"resume: pull refused {e}" for e in collected.refused))
             mf.update(run_dir, lambda m: setattr(m, "status", "running"))
             return self._dispatch(journal, run_dir, run_id, tasks, fleet, opts)
 
@@ -295,6 +301,7 @@ class Sweep:
             with stop_on_signals(self.stop, stopping):
                 dispatcher.run()
         finally:
+            executor.close()
             if bars is not None:
                 bars.stop()
         return self._finish(journal, run_dir, run_id, tasks, opts, dispatcher.notes, fleet)

@@ -10,15 +10,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict
 
 from farm.android.bundle import bundle_device_path
-from farm.android.executor import Executor, ExecutorOutcome, PhoneJob, ProgressSink, ResolvedTask
+from farm.android.executor import Executor, ExecutorName, ExecutorOutcome, PhoneJob, ProgressSink, ResolvedTask
 from farm.android.options import RunOptions
 from farm.android.paths import sanitise_serial
 from farm.android.phone_records import phone_records
 from farm.android.prepare import Prepared
 from farm.errors import FarmError
+from farm.fsutil import atomic_write_text
 from farm.results.normalise import Context
 from farm.results.record import Execution, Record
 from farm.sweep.journal import Lease
@@ -84,6 +87,9 @@ def run_units(
     tasks = [slot.resolved[lease.task_id] for lease in leases]
     raw = try_dir(run_dir, slot.serial, first.unit_id, first.attempt)
     device_run = f"{run_id}.{unit_slug(first.unit_id)}.{first.attempt}"
+    # Written before the executor starts: a resume after a crash finds what this try may have left.
+    write_batch_file(raw, BatchFile(device_run=device_run, serial=slot.serial, units=[
+        BatchUnit(unit_id=lease.unit_id, task_id=lease.task_id, attempt=lease.attempt) for lease in leases]))
     job = PhoneJob(
         device=slot.device, serial=slot.serial, label=slot.label, run_id=device_run, tasks=tasks, options=opts,
         raw_dir=raw, device_eval_dir=opts.profile.eval_dir(device_run),
@@ -97,8 +103,18 @@ def run_units(
     except Exception as exc:  # noqa: BLE001 - a unit's failure must not stop the phone's worker
         text = exc.line() if isinstance(exc, FarmError) else f"{type(exc).__name__}: {exc}"
         outcome = ExecutorOutcome(unfinished=ids, infrastructure_error=text)
+    results = score_units(leases, slot, tasks, outcome, raw, executor=executor.name, opts=opts, run_id=run_id,
+                          run_dir=run_dir, execution=execution)
+    return BatchResult(results, list(outcome.pull_refused), raw)
+
+
+def score_units(
+    leases: list[Lease], slot: PhoneSlot, tasks: list[ResolvedTask], outcome: ExecutorOutcome, raw: Path, *,
+    executor: ExecutorName, opts: RunOptions, run_id: str, run_dir: Path, execution: Execution,
+) -> list[UnitResult]:
+    """Each leased unit's record from a try's tree (`raw`) and how its executor job ended, in lease order."""
     ctx = Context(
-        run=run_id, device=slot.serial, split=opts.agent.split, executor=executor.name, execution=execution,
+        run=run_id, device=slot.serial, split=opts.agent.split, executor=executor, execution=execution,
         categories={rt.id: rt.directory for rt in tasks},
     )
     # phone_records names each try's run record (`<try>/<id>/run/`) as the record's evidence.
@@ -111,4 +127,50 @@ def run_units(
             "extra": {**by_task[lease.task_id].extra, "unit": lease.unit_id},
         })
         results.append(UnitResult(record, infra=record.outcome == "error"))
-    return BatchResult(results, list(outcome.pull_refused), raw)
+    return results
+
+
+BATCH_FILE = "units.json"
+"""In each try's tree: which units the executor job ran, and its on-device run name."""
+
+
+class BatchUnit(BaseModel):
+    """One unit of an executor job."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    unit_id: str
+    """The unit's id in the journal."""
+    task_id: str
+    """Its task."""
+    attempt: int
+    """Its try number in this job."""
+
+
+class BatchFile(BaseModel):
+    """`units.json` of a try's tree: written before the job starts, read by a resume after a crash."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = 1
+    """Version of this file's layout."""
+    device_run: str
+    """The job's on-device run name (`eval/<device_run>/` on the phone, for the instrument executor)."""
+    serial: str
+    """The phone that ran the job."""
+    units: list[BatchUnit]
+    """The units of the job, in lease order."""
+
+
+def write_batch_file(tree: Path, batch: BatchFile) -> None:
+    """Write `units.json` into a try's (new) tree."""
+    tree.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(tree / BATCH_FILE, batch.model_dump_json(indent=1))
+
+
+def read_batch_file(tree: Path) -> BatchFile | None:
+    """A try's `units.json`, or None when it is missing or unreadable."""
+    try:
+        return BatchFile.model_validate_json((tree / BATCH_FILE).read_bytes())
+    except (OSError, ValueError):
+        return None

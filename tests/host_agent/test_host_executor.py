@@ -94,3 +94,30 @@ def test_farm_run_with_the_model_policy_prices_tokens_from_the_flags(
         "succeeded", True, "host", n)
     assert (record.tokens.input_new, record.tokens.output) == (10 * n, 5 * n)
     assert record.cost_usd == pytest.approx(n * (10 * 1.0 + 5 * 2.0) / 1_000_000)
+
+
+def test_a_phone_is_connected_once_for_all_its_units_and_closed_at_the_end(
+    virtual_phone: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from host_agent.phone import Phone
+
+    connects: list[str] = []
+    closes: list[str] = []
+    real_connect, real_close = Phone.connect.__func__, Phone.close  # type: ignore[attr-defined]
+
+    def counting_connect(cls: type[Phone], device: Any, **kw: Any) -> Phone:
+        connects.append(device.serial)
+        return real_connect(cls, device, **kw)  # type: ignore[no-any-return]
+
+    def counting_close(self: Phone) -> None:
+        closes.append("closed")
+        real_close(self)
+
+    monkeypatch.setattr(Phone, "connect", classmethod(counting_connect))
+    monkeypatch.setattr(Phone, "close", counting_close)
+    result = _run(virtual_phone, tmp_path, "settings-")
+    ran = [r for r in result.phones[0].records if r.outcome != "skipped"]
+    units = [r for r in read_records(result.run_dir / "records.jsonl") if "unit" in r.extra]
+    assert len(units) > 2 and all(r.passed for r in ran)
+    # One unit per executor job, one connection for all of them, ended once when the run ends.
+    assert connects == [virtual_phone.serial] and closes == ["closed"]
