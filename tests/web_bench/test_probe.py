@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
 
 import httpx
+import pytest
 
 from farm.sim.profile import default_profile
 from web_bench.browser.chromium import DebuggableChromium
@@ -30,9 +32,13 @@ def test_probe_reports_a_phone_without_chrome(virtual_farm: Callable[..., list[o
     assert "DevTools" in result.detail or "CDP" in result.detail
 
 
-def test_serve_answers_on_loopback() -> None:
+@pytest.mark.parametrize("fixed", [False, True], ids=["any-port", "fixed-port"])
+def test_serve_answers_on_loopback(fixed: bool) -> None:
+    from farm.sim.launcher import free_port
+
+    port = free_port() if fixed else 0
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from farm.cli import main; main()", "web", "serve", "--port", "0"],
+        [sys.executable, "-c", "from farm.cli import main; main()", "web", "serve", "--port", str(port)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
@@ -40,7 +46,11 @@ def test_serve_answers_on_loopback() -> None:
         line = proc.stdout.readline()
         assert line.startswith("task site on http://127.0.0.1:"), line
         url = line.split()[3]
+        assert not fixed or url == f"http://127.0.0.1:{port}"
         assert "Web bench task site" in httpx.get(url + "/", timeout=10).text
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
     finally:
-        proc.terminate()
+        proc.send_signal(signal.SIGINT)
         proc.wait(timeout=10)
+    # Interrupted is a normal end: no traceback, and nothing serves the port any more.
+    assert "Traceback" not in (proc.stderr.read() if proc.stderr else "")

@@ -66,8 +66,9 @@ class SiteServer:
         self._thread = None
 
     def serve_forever(self) -> None:
-        """Block until interrupted (for `farm web serve`)."""
-        self.start()
+        """Serve (starting first unless already started) until interrupted (for `farm web serve`)."""
+        if self._thread is None:
+            self.start()
         try:
             while self._thread is not None and self._thread.is_alive():
                 self._thread.join(timeout=0.5)
