@@ -18,6 +18,7 @@ from farm.android.prepare import PhoneFacts, Resolver, installed_packages, prepa
 from farm.android.pull import pull_tree
 from farm.config import FarmConfig, InstrumentProfile
 from farm.errors import FarmError
+from farm.names import check_name
 from farm.results.normalise import Context, normalise_file
 from farm.results.record import Execution
 from farm.results.store import RECORDS_FILE, append_records, new_records
@@ -49,6 +50,7 @@ def pull_run(
     """Pull the phone's `eval/<run>/` into `runs/<run>/android/<serial>/<split>/raw/` and normalise it."""
     if split not in ("tune", "holdout", "all"):
         raise FarmError(f"--split {split}: invalid split", hint="use tune, holdout or all")
+    check_name(run, "--run")
     profile_name, prof = cfg.profile(profile)
     phone = devices.select(devices.discover(cfg), [serial], False)[0]
     if phone.state != "device":

@@ -59,11 +59,14 @@ def run(
 ) -> None:
     """Run tasks × seeds × trials on every backend, pair by pair; append one JSON line per run."""
     from farm.errors import FarmError
+    from farm.names import check_name
     from web_bench.lane import ModelChoice, default_run_id, run_lane
     from web_bench.matrix import parse_backends, parse_seeds, parse_tasks, plan
 
     if policy not in ("model", "scripted"):
         raise FarmError(f"--policy: unknown policy {policy!r}", hint="use model or scripted")
+    if run_id is not None:
+        check_name(run_id, "--run-id")
     task_list = parse_tasks(tasks)
     seed_list = parse_seeds(seeds)[:1] if smoke else parse_seeds(seeds)
     matrix = plan(task_list, seed_list, 1 if smoke else trials, parse_backends(backends))

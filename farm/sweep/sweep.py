@@ -21,6 +21,7 @@ from farm.android.options import AgentOptions, HostSettings, RunOptions
 from farm.android.progress import PhoneProgress, make_progress
 from farm.config import load_config
 from farm.errors import FarmError
+from farm.names import check_name
 from farm.results.normalise import Context, error_record
 from farm.results.record import Execution, Record
 from farm.results.store import RECORDS_FILE, ReadProblems, append_records, iter_records, new_records
@@ -98,6 +99,11 @@ class Sweep:
     # -- entry points ------------------------------------------------------------------------------
     def run(self) -> SweepResult:
         """A new sweep (or, with `resume`, the continuation of a stopped one)."""
+        req = self.req
+        for value, what in ((req.run_id, "--resume" if req.resume else "--run-id"), (req.retry_from, "--retry-from"),
+                            (req.label, "--label")):
+            if value is not None:
+                check_name(value, what)
         if self.req.resume:
             return self._resume()
         self._opts()  # a bad profile or config is named before the task set is read
