@@ -12,7 +12,7 @@ from farm.android.devices import shell
 from farm.android.executor import ExecutorName, ExecutorOutcome, PhoneJob, ProgressSink
 from farm.android.instrument_parser import InstrumentParser
 from farm.android.options import RunOptions
-from farm.android.pull import pull_tree
+from farm.android.pull import RETRY_WAITS_S, pull_tree_retrying
 from farm.config import PullLimits
 
 POLL_S = 0.5
@@ -77,7 +77,11 @@ class InstrumentExecutor:
         if outcome.crashed:
             progress.note("agent process crashed")
         try:
-            pulled = pull_tree(job.device, job.device_eval_dir, job.raw_dir, self.pull_limits)
+            # A link that dropped (the likely end of a broken stream) may come back within seconds: the
+            # phone's finished results are fetched then rather than lost to another try. Nothing to wait
+            # for when the instrumentation never started.
+            pulled = pull_tree_retrying(job.device, job.device_eval_dir, job.raw_dir, self.pull_limits, stop=job.stop,
+                                        waits=RETRY_WAITS_S if parser.started else ())
             outcome.pulled = pulled.found
             outcome.pull_refused = pulled.refused
             if pulled.refused:

@@ -17,6 +17,8 @@ import os
 import stat
 import struct
 import tempfile
+import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -185,11 +187,13 @@ def _own_dir(path: Path) -> bool:
     return True
 
 
-def pull_tree(device: AdbDevice, remote: str, dest: Path, limits: PullLimits) -> PullResult:
+def pull_tree(device: AdbDevice, remote: str, dest: Path, limits: PullLimits, *, again: bool = False) -> PullResult:
     """Copy `remote` (a directory) into `dest` (created if needed; existing files are never overwritten).
 
     Device errors never raise: a phone that goes away mid-pull ends the pull with a
     `<remote>: pull stopped (...)` entry in `refused`, and no partial file under a final name.
+    `again`: a later pull of the same tree, where a file already there with the phone's size is one
+    an earlier pull fetched (skipped, not refused).
     """
     from adbutils import AdbError
 
@@ -198,19 +202,55 @@ def pull_tree(device: AdbDevice, remote: str, dest: Path, limits: PullLimits) ->
         sync = SyncSession(device)
     except (AdbError, OSError) as exc:
         result.found = False
-        result.refused.append(f"{remote}: cannot open a sync stream ({exc})")
+        result.refused.append(f"{remote}: {LINK_LOST} ({exc})")
         return result
     try:
-        jobs = _plan(sync, remote.rstrip("/"), dest, limits, result)
+        jobs = _plan(sync, remote.rstrip("/"), dest, limits, result, again=again)
         _pull_files(sync, jobs, limits, result)
     except (AdbError, OSError, EOFError, struct.error) as exc:
-        result.refused.append(f"{remote}: pull stopped ({exc})")
+        result.refused.append(f"{remote}: {PULL_STOPPED} ({exc})")
     finally:
         sync.close()
     return result
 
 
-def _plan(sync: SyncSession, remote: str, dest: Path, limits: PullLimits, result: PullResult) -> list[_Job]:
+LINK_LOST = "cannot open a sync stream"
+PULL_STOPPED = "pull stopped"
+RETRY_WAITS_S = (1.0, 2.0, 4.0, 8.0)
+"""Waits before each new pull of a tree whose pull the link cut short (15 s in all: a short drop, a USB
+re-enumeration or an adb server restart, not a phone that is gone)."""
+
+
+def _cut_short(result: PullResult, remote: str) -> bool:
+    return any(e.startswith(f"{remote}: {LINK_LOST}") or e.startswith(f"{remote}: {PULL_STOPPED}")
+               for e in result.refused)
+
+
+def pull_tree_retrying(
+    device: AdbDevice, remote: str, dest: Path, limits: PullLimits, *, waits: tuple[float, ...] = RETRY_WAITS_S,
+    stop: threading.Event | None = None,
+) -> PullResult:
+    """`pull_tree`, pulled again (keeping what arrived) while the link cuts it short and `waits` remain.
+
+    The result counts every file that arrived; its refusals are the last pull's, plus the earlier
+    pulls' other than the link's own.
+    """
+    result = pull_tree(device, remote, dest, limits)
+    for wait in waits:
+        if not _cut_short(result, remote) or (stop is not None and stop.wait(wait)):
+            break
+        if stop is None:
+            time.sleep(wait)
+        more = pull_tree(device, remote, dest, limits, again=True)
+        kept = [e for e in result.refused if not e.startswith(f"{remote}: ")]
+        result = PullResult(files=result.files + more.files, bytes=result.bytes + more.bytes,
+                            refused=[*dict.fromkeys(kept + more.refused)], found=result.found or more.found)
+    return result
+
+
+def _plan(
+    sync: SyncSession, remote: str, dest: Path, limits: PullLimits, result: PullResult, *, again: bool = False,
+) -> list[_Job]:
     """List the tree, create its directories, and return the files to fetch; refusals go to `result`."""
     mode, _size = sync.stat(remote)
     if not stat.S_ISDIR(mode):
@@ -237,6 +277,9 @@ def _plan(sync: SyncSession, remote: str, dest: Path, limits: PullLimits, result
             if why is None and stat.S_ISREG(entry.mode) and entry.size > max_file:
                 why = f"file larger than {limits.max_file_mb:g} MB"
             local = ldir / name
+            if why is None and again and stat.S_ISREG(entry.mode) and _pulled_before(local, entry.size):
+                planned += entry.size
+                continue
             if why is None and stat.S_ISREG(entry.mode) and planned + entry.size > max_total:
                 why = f"tree larger than {limits.max_total_mb:g} MB"
             if why is not None:
@@ -252,6 +295,16 @@ def _plan(sync: SyncSession, remote: str, dest: Path, limits: PullLimits, result
                 planned += entry.size
                 jobs.append(_Job(rpath, local, entry.size))
     return jobs
+
+
+def _pulled_before(local: Path, size: int) -> bool:
+    """A regular file (not a link) of that size is already there: an earlier pull of this tree fetched it (files
+    land whole under their final name, never partly)."""
+    try:
+        st = local.lstat()
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_size == size
 
 
 class _Refused(Exception):

@@ -201,9 +201,7 @@ def test_watchdog_stops_a_silent_phone_and_keeps_what_finished(virtual_farm, tmp
     assert all("watchdog" in r.reasons[0] and r.failure_kind == "infrastructure" for r in unfinished)
 
 
-def test_disconnect_mid_run_gives_infrastructure_errors_and_the_other_phone_completes(
-    virtual_farm, tmp_path: Path
-) -> None:
+def test_a_link_drop_mid_run_loses_no_result_and_the_other_phone_completes(virtual_farm, tmp_path: Path) -> None:
     steady = virtual_farm(1)[0]
     slow = default_profile()
     slow.agent.time_scale = 10.0  # 3 s per simulated task
@@ -212,12 +210,12 @@ def test_disconnect_mid_run_gives_infrastructure_errors_and_the_other_phone_comp
     by_serial = {p.serial: p for p in result.phones}
     good = [r for r in by_serial[steady.serial].records if r.outcome != "skipped"]
     assert len(good) == TUNE - 1 and not [r for r in good if r.outcome == "error"]
+    # The link dropped during a task; the adb server reconnected the phone, the pull was made again and the
+    # phone's result kept (or the task tried again): every task ends with its own verdict.
+    assert dropping.state.link_drops >= 1
     bad = [r for r in by_serial[dropping.serial].records if r.outcome != "skipped"]
-    assert len(bad) == TUNE - 1
-    errors = [r for r in bad if r.outcome == "error"]
-    assert errors and all(r.failure_kind == "infrastructure" for r in errors)
-    md = (result.run_dir / "report.md").read_text(encoding="utf-8")
-    assert f"Infrastructure errors: {len(errors)}" in md
+    assert len(bad) == TUNE - 1 and not [r for r in bad if r.outcome == "error"]
+    assert result.exit_code == 0
 
 
 def test_hostile_names_are_refused_and_nothing_is_written_outside_runs(virtual_farm, tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import adbutils
 
 import farm.android.pull as pull
-from farm.android.pull import PullResult, pull_tree
+from farm.android.pull import PullResult, pull_tree, pull_tree_retrying
 from farm.config import PullLimits
 from farm.sim.launcher import SimPhone
 from farm.sim.profile import FaultSpec
@@ -125,8 +125,8 @@ def test_a_file_gone_before_its_turn_is_listed_and_the_rest_still_arrive(
         (tree / f"f{n:02d}.txt").write_text(f"file {n}\n" * 100)
     real_plan = pull._plan
 
-    def plan_then_delete(*args: object) -> list[pull._Job]:
-        jobs = real_plan(*args)  # type: ignore[arg-type]
+    def plan_then_delete(*args: object, **kw: bool) -> list[pull._Job]:
+        jobs = real_plan(*args, **kw)  # type: ignore[arg-type]
         (tree / "f05.txt").unlink()  # vanishes between the listing and its RECV: the phone answers FAIL
         return jobs
 
@@ -159,3 +159,50 @@ def test_phone_gone_mid_pull_stops_with_the_error_and_leaves_no_partial_file(
     for name, data in got.items():
         assert data == (tree / name).read_bytes()  # whatever has a final name is complete
     assert _no_temp_files(dest)
+
+
+def test_a_pull_cut_short_mid_tree_is_pulled_again_and_completes(virtual_farm: FarmFactory, tmp_path: Path) -> None:
+    phone = virtual_farm(1, faults=FaultSpec(disconnect_after_bytes=6 * 1024 * 1024))[0]
+    tree = _tree(phone)
+    for n in range(8):
+        (tree / f"chunk{n}.bin").write_bytes(os.urandom(1024 * 1024 + 500))
+    dest = tmp_path / "raw"
+    device = adbutils.AdbClient(port=phone.adb_port).device(phone.serial)
+    result = pull_tree_retrying(device, REMOTE, dest, PullLimits(), waits=(1.0, 2.0, 4.0, 8.0))
+    # The link dropped once; the adb server reconnected the phone and the second pull fetched the rest.
+    assert phone.state.link_drops == 1
+    assert result.refused == [] and _files(dest) == _files(tree)
+    assert result.files == 8 and _no_temp_files(dest)
+
+
+def test_a_pull_again_skips_what_arrived_and_refuses_only_a_changed_file(
+    virtual_phone: SimPhone, tmp_path: Path
+) -> None:
+    tree = _tree(virtual_phone)
+    (tree / "a.txt").write_text("aaa\n")
+    (tree / "b.txt").write_text("bbb\n")
+    dest = tmp_path / "raw"
+    device = adbutils.AdbClient(port=virtual_phone.adb_port).device(virtual_phone.serial)
+    first = pull_tree(device, REMOTE, dest, PullLimits())
+    (tree / "b.txt").write_text("bbb, longer now\n")
+    (tree / "c.txt").write_text("new\n")
+    again = pull_tree(device, REMOTE, dest, PullLimits(), again=True)
+    assert first.files == 2 and again.files == 1 and (dest / "c.txt").read_text() == "new\n"
+    assert again.refused == [f"'{REMOTE}/b.txt': already pulled (never overwritten)"]
+    assert (dest / "b.txt").read_text() == "bbb\n"
+
+
+def test_a_phone_that_does_not_come_back_ends_the_retries_with_the_link_error(
+    virtual_phone: SimPhone, tmp_path: Path
+) -> None:
+    import time
+
+    tree = _tree(virtual_phone)
+    (tree / "a.txt").write_text("aaa\n")
+    client = adbutils.AdbClient(port=virtual_phone.adb_port)
+    client.disconnect(virtual_phone.serial)
+    started = time.monotonic()
+    result = pull_tree_retrying(client.device(virtual_phone.serial), REMOTE, tmp_path / "raw", PullLimits(),
+                                waits=(0.2, 0.2))
+    assert time.monotonic() - started < 10
+    assert result.files == 0 and len(result.refused) == 1 and "cannot open a sync stream" in result.refused[0]
