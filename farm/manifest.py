@@ -17,12 +17,13 @@ from farm import __version__
 from farm.errors import FarmError
 from farm.fsutil import atomic_write_text
 
+# REDACTED, redact and redact_argv are re-exported: callers redact configs through this module.
+from farm.redact import REDACTED as REDACTED
+from farm.redact import redact as redact
+from farm.redact import redact_argv as redact_argv
+from farm.redact import redact_values, secret_values
+
 MANIFEST_VERSION: Literal[1] = 1
-REDACTED = "***redacted***"
-# Config keys whose values are credentials, whatever their nesting.
-_SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "credential", "authorization", "cookie")
-# Keys that name where a credential lives (an env var name) rather than holding it.
-_SAFE_SUFFIXES = ("_env", "_env_var", "key_env")
 
 
 class CodeFingerprint(BaseModel):
@@ -148,22 +149,6 @@ def utc_now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _is_secret_key(key: str) -> bool:
-    lowered = key.lower()
-    if lowered.endswith(_SAFE_SUFFIXES):
-        return False
-    return any(word in lowered for word in _SECRET_WORDS)
-
-
-def redact(value: JsonValue) -> JsonValue:
-    """A copy of a config tree with every credential-bearing value replaced."""
-    if isinstance(value, dict):
-        return {k: (REDACTED if _is_secret_key(k) and v not in (None, "") else redact(v)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact(v) for v in value]
-    return value
-
-
 def code_fingerprint(repo: Path | None = None) -> CodeFingerprint:
     """Git commit and a hash of the uncommitted diff of the checkout holding this package."""
     where = repo or Path(__file__).resolve().parent.parent
@@ -204,8 +189,25 @@ def create_run_dir(runs_root: Path, manifest: Manifest) -> Path:
 
 
 def save(run_dir: Path, manifest: Manifest) -> None:
-    """Write the manifest atomically (it is updated as lanes finish); see `update` for concurrent writers."""
-    atomic_write_text(manifest_path(run_dir), manifest.model_dump_json(indent=2) + "\n")
+    """Write the manifest atomically (it is updated as lanes finish), credentials removed (`redacted`);
+    see `update` for concurrent writers."""
+    atomic_write_text(manifest_path(run_dir), redacted(manifest).model_dump_json(indent=2) + "\n")
+
+
+def redacted(manifest: Manifest) -> Manifest:
+    """A copy with no credential in it: the one gate every manifest passes on its way to disk.
+
+    The config and the lanes' details lose credential keys, the command line credential options; every
+    string anywhere loses URL user-info and query values, header-like credentials, and the values of the
+    credential variables the config, the command line or the environment name (see `farm.redact`).
+    """
+    data = manifest.model_dump(mode="json")
+    secrets = secret_values(data["config"], data["command"])
+    data["command"] = redact_argv(data["command"], secrets=secrets)
+    data["config"] = redact(data["config"], secrets=secrets)
+    for lane in data["lanes"]:
+        lane["detail"] = redact(lane["detail"], secrets=secrets)
+    return Manifest.model_validate(redact_values(data, secrets))
 
 
 @contextmanager

@@ -79,3 +79,81 @@ def test_concurrent_updates_lose_nothing(tmp_path) -> None:  # type: ignore[no-u
     for t in threads:
         t.join()
     assert len(mf.load(run_dir).notes) == 80
+
+
+URL_KEY = "sk-url-userinfo-0a1b2c3d"
+QUERY_KEY = "sk-url-query-4e5f6a7b"
+ENV_KEY = "sk-env-value-8c9d0e1f"
+HEADER_KEY = "sk-header-2a3b4c5d"
+
+
+def _leaky_manifest() -> mf.Manifest:
+    return mf.Manifest(
+        run_id="leaky", created_at=mf.utc_now(),
+        command=["farm", "run", "--base-url", f"https://h.example/v1?api_key={QUERY_KEY}",
+                 f"--base-url=https://user:{URL_KEY}@h.example/v1", "--api-key-env", "FARM_TEST_MANIFEST_KEY",
+                 "--label", ENV_KEY],
+        config={"llm": {"base_url": f"https://user:{URL_KEY}@h.example/v1?api_key={QUERY_KEY}",
+                        "api_key_env": "FARM_TEST_MANIFEST_KEY", "max_output_tokens": 4096},
+                "headers": [f"Authorization: Bearer {HEADER_KEY}", f"x-api-key: {HEADER_KEY}"],
+                "echo": f"key={ENV_KEY}!"},
+        lanes=[mf.LaneEntry(lane="android", detail={"request": {"host": {"base_url": f"https://{URL_KEY}@h/v1"}}})],
+        notes=[f"endpoint https://h.example/v1?token={QUERY_KEY} failed", f"raw {ENV_KEY}"],
+    )
+
+
+def test_a_saved_manifest_holds_no_credential_from_config_command_lanes_or_notes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FARM_TEST_MANIFEST_KEY", ENV_KEY)
+    run_dir = mf.create_run_dir(tmp_path, _leaky_manifest())
+    data = mf.manifest_path(run_dir).read_bytes()
+    for secret in (URL_KEY, QUERY_KEY, ENV_KEY, HEADER_KEY):
+        assert secret.encode() not in data
+    assert mf.load(run_dir).run_id == "leaky"
+
+
+def test_a_saved_manifest_keeps_what_is_not_a_credential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FARM_TEST_MANIFEST_KEY", ENV_KEY)
+    loaded = mf.load(mf.create_run_dir(tmp_path, _leaky_manifest()))
+    assert loaded.command[:3] == ["farm", "run", "--base-url"]
+    assert loaded.command[4] == f"--base-url=https://{mf.REDACTED}@h.example/v1"
+    assert loaded.command[5:7] == ["--api-key-env", "FARM_TEST_MANIFEST_KEY"]
+    assert loaded.config["llm"] == {
+        "base_url": f"https://{mf.REDACTED}@h.example/v1?api_key={mf.REDACTED}",
+        "api_key_env": "FARM_TEST_MANIFEST_KEY", "max_output_tokens": 4096,
+    }
+
+
+def test_credentials_added_later_through_update_never_reach_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FARM_TEST_MANIFEST_KEY", ENV_KEY)
+    run_dir = mf.create_run_dir(tmp_path, _manifest())
+    mf.update(run_dir, lambda m: m.notes.append(f"retry https://u:{URL_KEY}@h/v1"))
+    mf.update(run_dir, lambda m: m.command.extend(["--api-key", CANARY]))
+    mf.add_lane(run_dir, mf.LaneEntry(lane="web", detail={"api_key": CANARY, "base_url": f"https://{URL_KEY}@h"}))
+    data = mf.manifest_path(run_dir).read_bytes()
+    assert URL_KEY.encode() not in data and CANARY.encode() not in data
+    assert mf.load(run_dir).command == ["--api-key", mf.REDACTED]
+
+
+def test_save_leaves_the_callers_manifest_as_it_was(tmp_path: Path) -> None:
+    manifest = _manifest()
+    manifest.command = ["farm", "--api-key", CANARY]
+    mf.create_run_dir(tmp_path, manifest)
+    assert manifest.command == ["farm", "--api-key", CANARY]
+
+
+def test_an_ordinary_manifest_is_saved_unchanged(tmp_path: Path) -> None:
+    manifest = mf.Manifest(
+        run_id="plain", created_at=mf.utc_now(), label="nightly",
+        command=["farm", "sweep", "--split", "all", "--base-url", "http://127.0.0.1:8000/v1", "--repeats", "2"],
+        config={"adb_servers": ["127.0.0.1:5037"], "llm": {"base_url": "https://api.example.com/v1",
+                                                          "api_key_env": "OPENAI_API_KEY", "max_output_tokens": 10}},
+        phones=[mf.PhoneEntry(serial="emulator-5554", adb_server="127.0.0.1:5037", model="Pixel 8")],
+        tasks=[mf.TaskEntry(id="calc-multiply", sha256="ab" * 32)],
+        lanes=[mf.LaneEntry(lane="android", outputs=["records.jsonl"], detail={"split": "all", "repeats": 2})],
+        notes=["adb server unreachable: 10.0.0.9:5037"],
+    )
+    assert mf.load(mf.create_run_dir(tmp_path, manifest)) == manifest

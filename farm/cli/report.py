@@ -30,11 +30,11 @@ def _warn(text: str) -> None:
 
 
 def query(
-    sql: str = typer.Argument(..., help="SQL over the views records, runs, devices."),
+    sql: str = typer.Argument(..., help="One SELECT over the views records, runs, devices (read-only)."),
     runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", help="Where run directories are."),
     run: list[str] = typer.Option([], "--run", help="Limit to these runs (default: all under --runs-dir)."),
 ) -> None:
-    """Run SQL on the records of every run and print a table."""
+    """Run one read-only SELECT on the records of every run and print a table."""
     from rich.console import Console
     from rich.table import Table
 
@@ -42,11 +42,12 @@ def query(
     from farm.results import duck
     from farm.results.damage import damage_text
 
+    duck.check_query(sql)
     dirs = [resolve_run_dir(r, runs_dir) for r in run] if run else duck.run_dirs_under(runs_dir)
     for path, damage in duck.damaged_lines(dirs):
         for line in damage_text(path, damage):
             _warn(line)
-    con = duck.connect(dirs)
+    con = duck.query_connection(dirs)
     names, rows = duck.query(con, sql)
     table = Table(*names)
     for row in rows:

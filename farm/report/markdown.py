@@ -1,6 +1,12 @@
-"""report.md: the tables of `ReportData`, with device labels (never serials) and no full answers."""
+"""report.md: the tables of `ReportData`, with device labels (never serials) and no full answers.
+
+Every piece of text that comes from a phone or a record file goes through `md_text` where it enters a line.
+"""
 
 from __future__ import annotations
+
+import re
+from collections.abc import Callable
 
 from farm.report.model import CountRow, OverrideRow, RateRow, ReportData, SumRow
 from farm.results.headline import headline_text
@@ -22,8 +28,25 @@ def _verdict(passed: bool) -> str:
     return "pass" if passed else "fail"
 
 
-def _cell(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
+# The backslash itself too, so one in the data cannot undo an escape added here (`\|` must not become `\\|`).
+# `[` `]` stop links and images, `<` `>` `&` raw HTML, autolinks and entities, `|` the table, a backtick a
+# code span that would show the escapes themselves; `*` `~` (and `_`, below) emphasis and strike-through.
+_MD_ESCAPES = str.maketrans({
+    "\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]", "`": "\\`", "*": "\\*", "~": "\\~",
+    "<": "&lt;", ">": "&gt;", "&": "&amp;",
+})
+# Controls a terminal or a renderer would act on, and bidirectional overrides that reorder what is shown.
+_HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# An underscore between two letters or digits can neither open nor close emphasis; left bare, `max_steps`
+# and `app_state` stay readable in the file.
+_EMPHASIS_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")
+
+
+def md_text(text: object) -> str:
+    """Phone- or record-written text as inert Markdown on one line: it shows as written, and cannot end a
+    table cell, start a line, link, embed an image or HTML, or format itself."""
+    one_line = _HIDDEN.sub("\ufffd", " ".join(str(text).split()))
+    return _EMPHASIS_UNDERSCORE.sub(r"\_", one_line.translate(_MD_ESCAPES))
 
 
 def rate_table(rows: list[RateRow], head: str) -> list[str]:
@@ -35,29 +58,35 @@ def rate_table(rows: list[RateRow], head: str) -> list[str]:
     for r in rows:
         ci = "–" if r.low is None else f"{pct(r.low)} – {pct(r.high)}"
         out.append(
-            f"| {_cell(r.key)} | {r.attempted} | {r.passed} | {r.errors} | {pct(r.rate)} | {ci} | {r.planned}"
+            f"| {md_text(r.key)} | {r.attempted} | {r.passed} | {r.errors} | {pct(r.rate)} | {ci} | {r.planned}"
             f" | {r.skipped} |"
         )
     return out
 
 
-def counts_text(rows: list[CountRow], unrecorded: int = 0) -> str:
-    """`max_steps 3, timeout 1` (most frequent first), with `not recorded N` when some did not say."""
-    return ", ".join([f"{c.key} {c.count}" for c in rows] + ([f"not recorded {unrecorded}"] if unrecorded else []))
+def _plain(text: object) -> str:
+    return str(text)
 
 
-def headline_notes(data: ReportData) -> list[str]:
-    """The lines under the headline: disagreements between phone and host, and why non-passes ended."""
+def counts_text(rows: list[CountRow], unrecorded: int = 0, esc: Callable[[object], str] = _plain) -> str:
+    """`max_steps 3, timeout 1` (most frequent first), with `not recorded N` when some did not say; `esc`
+    escapes the keys for the output format."""
+    return ", ".join([f"{esc(c.key)} {c.count}" for c in rows] + ([f"not recorded {unrecorded}"] if unrecorded else []))
+
+
+def headline_notes(data: ReportData, esc: Callable[[object], str] = _plain) -> list[str]:
+    """The lines under the headline: disagreements between phone and host, and why non-passes ended. `esc`
+    escapes the text taken from the data for the output format (the HTML template escapes on its own)."""
     out = []
     if data.unfinished_runs:
-        out.append(f"Not finished: {', '.join(data.unfinished_runs)} — these numbers cover only the units recorded "
-                   "so far (a stopped sweep continues with `farm sweep --resume RUN`).")
-    out += [f"See also: {link}" for link in data.links]
+        out.append(f"Not finished: {', '.join(esc(r) for r in data.unfinished_runs)} — these numbers cover only the"
+                   " units recorded so far (a stopped sweep continues with `farm sweep --resume RUN`).")
+    out += [f"See also: {esc(link)}" for link in data.links]
     if data.disagreements_total:
         n = data.disagreements_total
         out.append(f"Phone and host disagree on {n} attempt{'' if n == 1 else 's'} (listed below).")
     if data.end_reasons:
-        out.append(f"Not passed, ended by: {counts_text(data.end_reasons, data.end_reason_unrecorded)}.")
+        out.append(f"Not passed, ended by: {counts_text(data.end_reasons, data.end_reason_unrecorded, esc)}.")
     return out
 
 
@@ -75,8 +104,9 @@ def _sum_line(row: SumRow, digits: int = 0) -> str:
 
 def render_markdown(data: ReportData) -> str:
     """The whole report.md."""
-    lines = [f"# Evaluation report — {', '.join(data.runs)}", ""]
-    lines.append(f"Generated {data.generated_at}. Execution: {', '.join(data.execution) or '–'}.")
+    lines = [f"# Evaluation report — {', '.join(md_text(r) for r in data.runs)}", ""]
+    execution = ", ".join(map(md_text, data.execution)) or "–"
+    lines.append(f"Generated {md_text(data.generated_at)}. Execution: {execution}.")
     if "simulated" in data.execution:
         lines.append("Simulated results come from the virtual phone, not from a real device or model.")
     if data.include_holdout:
@@ -91,9 +121,9 @@ def render_markdown(data: ReportData) -> str:
         " denominator and are counted apart."
     )
     for warning in data.warnings:
-        lines += ["", f"**Warning:** {_cell(warning)}"]
+        lines += ["", f"**Warning:** {md_text(warning)}"]
     lines += ["", "## Headline", "", headline_text(data.overall)]
-    if notes := headline_notes(data):
+    if notes := headline_notes(data, md_text):
         lines += ["", *notes]
     lines += ["", "## Overall", "", *rate_table([data.overall], "group"), ""]
     lines += ["## By category", "", *rate_table(data.by_category, "category"), ""]
@@ -101,29 +131,30 @@ def render_markdown(data: ReportData) -> str:
     lines += ["## By phone", "", *rate_table(data.by_device, "phone"), ""]
     lines += ["## By expected outcome", "", *rate_table(data.by_expect, "expect"), ""]
     lines += ["## Outcomes", "", "| outcome | count |", "|---|---:|"]
-    lines += [f"| {o.key} | {o.count} |" for o in data.outcomes]
+    lines += [f"| {md_text(o.key)} | {o.count} |" for o in data.outcomes]
     lines += ["", f"Infrastructure errors: {data.infrastructure_errors}", ""]
     lines += [f"## Skipped ({data.skipped_total})", "", "| task | phone | reason |", "|---|---|---|"]
-    lines += [f"| {_cell(data.unit(s.task_id, s.instance, s.repeat))} | {_cell(s.device)} | {_cell(s.reason)} |"
+    lines += [f"| {md_text(data.unit(s.task_id, s.instance, s.repeat))} | {md_text(s.device)} | {md_text(s.reason)} |"
               for s in data.skipped]
     if data.skipped_total > len(data.skipped):
         lines.append(f"\n… {data.skipped_total - len(data.skipped)} more skipped attempts not listed.")
     login_total = max(data.login_handover_total, len(data.login_handover))
     lines += ["", f"## 交给用户:login ({login_total}) — not counted as success", ""]
     lines += ["| task | phone | reason |", "|---|---|---|"]
-    lines += [f"| {_cell(data.unit(s.task_id, s.instance, s.repeat))} | {_cell(s.device)} | {_cell(s.reason)} |"
+    lines += [f"| {md_text(data.unit(s.task_id, s.instance, s.repeat))} | {md_text(s.device)} | {md_text(s.reason)} |"
               for s in data.login_handover]
     if login_total > len(data.login_handover):
         lines.append(f"\n… {login_total - len(data.login_handover)} more login hand-overs not listed (see scores.csv).")
     lines += ["", "## Failure categories", "", "| failure category | count |", "|---|---:|"]
-    lines += [f"| {_cell(c.key)} | {c.count} |" for c in data.failure_categories]
+    lines += [f"| {md_text(c.key)} | {c.count} |" for c in data.failure_categories]
     lines += ["", f"## Phone and host disagree ({data.disagreements_total})", ""]
     if data.disagreements:
         lines += ["| task | phone | phone said | host said | host's reason |", "|---|---|---|---|---|"]
         lines += [
-            f"| {_cell(data.unit(d.task_id, d.instance, d.repeat))} | {_cell(d.device)}"
-            f" | {_cell(d.phone_outcome)} / {_verdict(d.phone_passed)} | {d.host_outcome} / {_verdict(d.host_passed)}"
-            f" | {_cell(d.reason)} |"
+            f"| {md_text(data.unit(d.task_id, d.instance, d.repeat))} | {md_text(d.device)}"
+            f" | {md_text(d.phone_outcome)} / {_verdict(d.phone_passed)} | {md_text(d.host_outcome)}"
+            f" / {_verdict(d.host_passed)}"
+            f" | {md_text(d.reason)} |"
             for d in data.disagreements
         ]
         if data.disagreements_total > len(data.disagreements):
@@ -135,13 +166,13 @@ def render_markdown(data: ReportData) -> str:
                   "Earlier tries of these units failed for an infrastructure reason; every try is in the run's "
                   "journal and in the record's `extra.tries`.", "", "| task | phone | tries | outcome |",
                   "|---|---|---:|---|"]
-        lines += [f"| {_cell(data.unit(r.task_id, r.instance, r.repeat))} | {_cell(r.device)} | {r.attempt}"
-                  f" | {r.outcome} |" for r in data.retried]
+        lines += [f"| {md_text(data.unit(r.task_id, r.instance, r.repeat))} | {md_text(r.device)} | {r.attempt}"
+                  f" | {md_text(r.outcome)} |" for r in data.retried]
     lines += ["", f"## Not passed ({data.failures_total})", ""]
     lines += ["| task | phone | outcome | failure category | reason |", "|---|---|---|---|---|"]
     lines += [
-        f"| {_cell(data.unit(t.task_id, t.instance, t.repeat))} | {_cell(t.device)} | {t.outcome}"
-        f" | {_cell(t.failure_category)} | {_cell(t.reason)} |"
+        f"| {md_text(data.unit(t.task_id, t.instance, t.repeat))} | {md_text(t.device)} | {md_text(t.outcome)}"
+        f" | {md_text(t.failure_category)} | {md_text(t.reason)} |"
         for t in data.failures
     ]
     if data.failures_total > len(data.failures):
@@ -162,9 +193,9 @@ def render_markdown(data: ReportData) -> str:
             "| run | task | phone | initial | final | failure category | applied | note | evidence |", "|---" * 9 + "|"
         ]
         lines += [
-            f"| {o.run} | {_cell(data.unit(o.task_id, o.instance, o.repeat))} | {_cell(o.device)} | {o.initial}"
-            f" | {o.final} | {_cell(category_change(o))} | {'yes' if o.applied else 'no'} | {_cell(o.note)}"
-            f" | {_cell(o.evidence)} |"
+            f"| {md_text(o.run)} | {md_text(data.unit(o.task_id, o.instance, o.repeat))} | {md_text(o.device)}"
+            f" | {md_text(o.initial)} | {md_text(o.final)} | {md_text(category_change(o))}"
+            f" | {'yes' if o.applied else 'no'} | {md_text(o.note)} | {md_text(o.evidence)} |"
             for o in data.overrides
         ]
     else:
@@ -172,7 +203,8 @@ def render_markdown(data: ReportData) -> str:
     lines += ["", "## Markers to clean up", ""]
     if data.markers:
         lines += ["| phone | task | markers |", "|---|---|---|"]
-        lines += [f"| {_cell(m.device)} | {m.task_id} | {_cell(', '.join(m.markers))} |" for m in data.markers]
+        lines += [f"| {md_text(m.device)} | {md_text(m.task_id)} | {md_text(', '.join(m.markers))} |"
+                  for m in data.markers]
         if data.markers_total > len(data.markers):
             lines.append(
                 f"\n… {data.markers_total - len(data.markers)} more attempts left markers; list them all with"
@@ -182,7 +214,7 @@ def render_markdown(data: ReportData) -> str:
         lines.append("No markers were created.")
     if data.comparison is not None:
         c = data.comparison
-        lines += ["", f"## Paired comparison: {c.run_a} (A) vs {c.run_b} (B)", ""]
+        lines += ["", f"## Paired comparison: {md_text(c.run_a)} (A) vs {md_text(c.run_b)} (B)", ""]
         lines += ["| units | both passed | only A | only B | neither | rate A | rate B |", "|---:" * 7 + "|"]
         lines.append(
             f"| {c.units} | {c.both} | {c.only_a} | {c.only_b} | {c.neither} | {pct(c.rate_a)} | {pct(c.rate_b)} |"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
@@ -23,15 +24,18 @@ CSV_HEADER = (
 )
 """scores.csv columns. A verdict is pass, fail, skipped (not attempted) or error (infrastructure): counting
 final_verdict gives the headline — planned = rows, skipped, errors, passed = pass, attempted = rows − skipped."""
+CSV_NUMBERS = frozenset({"repeat", "seconds"})
+"""scores.csv columns the harness writes as numbers; every other column is text and is neutralised (`csv_text`)."""
 
 
 def render_html(data: ReportData) -> str:
     """The self-contained report.html (inline CSS and SVG; no scripts, no network)."""
-    from jinja2 import Environment, FileSystemLoader, select_autoescape
+    from jinja2 import Environment, FileSystemLoader
 
     env = Environment(
         loader=FileSystemLoader(str(Path(__file__).parent / "templates")),
-        autoescape=select_autoescape(["html", "j2"]),
+        # Every template here renders phone-written text into HTML: escaping must not depend on a file name.
+        autoescape=True,
         trim_blocks=True,
         lstrip_blocks=True,
     )
@@ -42,13 +46,19 @@ def render_html(data: ReportData) -> str:
     )
 
 
+# `csv_text`: a cell a spreadsheet would read as a formula (OWASP's list: = + - @ tab CR; LF and the fullwidth
+# forms too, as a precaution) gets a leading single quote, so it is shown as text.
+# `xesc`: U+FFFE and U+FFFF are not XML characters at all; the C0 controls are dropped for the same reason.
 _SETUP = r"""
 CREATE OR REPLACE TEMP MACRO short_text(s) AS left(trim(regexp_replace(coalesce(s, ''), '\s+', ' ', 'g')), 160);
-CREATE OR REPLACE TEMP MACRO xesc(s) AS CASE WHEN regexp_matches(coalesce(s, ''), '[&<>"\x00-\x08\x0b\x0c\x0e-\x1f]')
+CREATE OR REPLACE TEMP MACRO xesc(s) AS
+    CASE WHEN regexp_matches(coalesce(s, ''), '[&<>"\x00-\x08\x0b\x0c\x0e-\x1f\x{fffe}\x{ffff}]')
     THEN replace(replace(replace(replace(
-        regexp_replace(coalesce(s, ''), '[\x00-\x08\x0b\x0c\x0e-\x1f]', '', 'g'),
+        regexp_replace(coalesce(s, ''), '[\x00-\x08\x0b\x0c\x0e-\x1f\x{fffe}\x{ffff}]', '', 'g'),
         '&', '&amp;'), '<', '&lt;'), '>', '&gt;'), '"', '&quot;')
     ELSE coalesce(s, '') END;
+CREATE OR REPLACE TEMP MACRO csv_text(s) AS
+    CASE WHEN regexp_matches(s, '^[=+\-@\t\r\n\x{ff1d}\x{ff0b}\x{ff0d}\x{ff20}]') THEN '''' || s ELSE s END;
 """
 
 
@@ -106,11 +116,21 @@ def _copy_new(agg: Aggregation, select: str, path: Path, options: str) -> None:
 
 def write_csv(agg: Aggregation, path: Path) -> None:
     """scores.csv, one row per unit (task × phone × instance × repeat), with a UTF-8 BOM so spreadsheet apps
-    read it right."""
+    read it right. Text cells that a spreadsheet would run as a formula are neutralised (`csv_text`)."""
     agg.con.execute(_SETUP)
-    # The BOM rides on the first header name, so DuckDB writes the whole file in one pass.
-    cols = ", ".join(f'{c} AS "\ufeff{c}"' if i == 0 else c for i, c in enumerate(CSV_HEADER))
-    _copy_new(agg, f"SELECT {cols} FROM ({_rows(agg)}) {agg.csv_order()}", path, "HEADER, DELIMITER ','")
+    cols = []
+    for i, c in enumerate(CSV_HEADER):
+        cell = f"r.{c}" if c in CSV_NUMBERS else f"csv_text(r.{c})"
+        # The BOM rides on the first header name, so DuckDB writes the whole file in one pass.
+        cols.append(f'{cell} AS "\ufeff{c}"' if i == 0 else f"{cell} AS {c}")
+    order = _qualified(agg.csv_order(), "r")
+    _copy_new(agg, f"SELECT {', '.join(cols)} FROM ({_rows(agg)}) r {order}", path, "HEADER, DELIMITER ','")
+
+
+def _qualified(order: str, alias: str) -> str:
+    """An `ORDER BY a, b` whose columns name `alias`'s: a bare name would sort by the output cell of that
+    name, which for a neutralised cell is not the value the other reports sort by."""
+    return re.sub(r"(ORDER BY |, )(\w+)", rf"\g<1>{alias}.\g<2>", order)
 
 
 def render_csv(agg: Aggregation) -> str:
@@ -156,14 +176,14 @@ def write_junit(agg: Aggregation, path: Path) -> None:
         f" FROM ({_rows(agg)}) GROUP BY run, serial ORDER BY run, serial"
     ).fetchall()
     heads = [
-        (run, serial, f"<testsuite name={quoteattr(f'{run} {label}')} tests=\"{total}\" failures=\"{failures}\""
+        (run, serial, f"<testsuite name={_attr(f'{run} {label}')} tests=\"{total}\" failures=\"{failures}\""
          f' errors="{errors}" skipped="{skipped}" time="{seconds:.3f}">', first, last)
         for run, serial, label, total, skipped, errors, failures, seconds, first, last in suites
     ]
     o = agg.data.overall
     title = f"{', '.join(agg.data.runs)}: {headline_text(o)}"
     xml_head = '<?xml version="1.0" encoding="UTF-8"?>' + chr(10) + (
-        f"<testsuites name={quoteattr(title)} tests=\"{o.planned}\" failures=\"{o.attempted - o.errors - o.passed}\""
+        f"<testsuites name={_attr(title)} tests=\"{o.planned}\" failures=\"{o.attempted - o.errors - o.passed}\""
         f' errors="{o.errors}" skipped="{o.skipped}">'
     )
     xml_tail = "</testsuites>"
@@ -187,6 +207,14 @@ def write_junit(agg: Aggregation, path: Path) -> None:
     else:
         lines = _sorted_lines(agg, [(r, s, h) for r, s, h, _, _ in heads], xml_head)
     _copy_new(agg, lines, path, "FORMAT csv, HEADER false, QUOTE '', ESCAPE '', DELIMITER '\\x01'")
+
+
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _attr(text: str) -> str:
+    """An XML attribute value; characters XML cannot hold at all (a device label is phone-written) are dropped."""
+    return quoteattr(_XML_INVALID.sub("", text))
 
 
 _UNION_SUITES = 32

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from farm.errors import FarmError
 from farm.manifest import manifest_path
 from farm.results.damage import Damage, find_damage
+from farm.results.record import Record
 from farm.results.store import RECORDS_FILE
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ def _json_source(files: Sequence[str], columns: dict[str, str]) -> str:
     # An explicit schema and format: no sampling pass over the file to guess types; `records=true` so a
     # one-column read still unpacks objects. A line that is not a JSON object (a torn last append, a
     # damaged line) reads as a row of NULLs instead of failing the whole read; every reader drops those
-    # rows by `run IS NULL` and reports them (see `damaged_lines`).
+    # rows, and rows missing a field no record lacks, by `_INTACT` and reports them (see `damaged_lines`).
     return f"read_json({listing}, format='newline_delimited', records=true, columns={spec}, ignore_errors=true)"
 
 
@@ -96,15 +97,8 @@ def connect(run_dirs: Sequence[Path], *, records_view: bool = True) -> duckdb.Du
     import duckdb
 
     con = duckdb.connect(":memory:")
-    files = [str(d / RECORDS_FILE) for d in run_dirs if (d / RECORDS_FILE).is_file()]
-    if records_view and files:
-        con.execute(
-            f"CREATE VIEW records AS SELECT * REPLACE ({_UNIT_DEFAULTS})"
-            f" FROM {_json_source(files, RECORD_COLUMNS)} WHERE run IS NOT NULL"
-        )
-    elif records_view:
-        cols = ", ".join(f"CAST(NULL AS {v}) AS {k}" for k, v in RECORD_COLUMNS.items())
-        con.execute(f"CREATE VIEW records AS SELECT {cols} WHERE false")
+    if records_view:
+        con.execute(f"CREATE VIEW records AS {_records_select(run_dirs)}")
     runs_rows: list[tuple[str, str | None, str | None, str | None, str]] = []
     device_rows: list[tuple[str, str, str | None, str | None, str | None, str, str | None]] = []
     for d in run_dirs:
@@ -144,6 +138,42 @@ def connect(run_dirs: Sequence[Path], *, records_view: bool = True) -> duckdb.Du
     return con
 
 
+def _records_select(run_dirs: Sequence[Path]) -> str:
+    files = [str(d / RECORDS_FILE) for d in run_dirs if (d / RECORDS_FILE).is_file()]
+    if files:
+        return f"SELECT * REPLACE ({_UNIT_DEFAULTS}) FROM {_json_source(files, RECORD_COLUMNS)} WHERE {_INTACT}"
+    cols = ", ".join(f"CAST(NULL AS {v}) AS {k}" for k, v in RECORD_COLUMNS.items())
+    return f"SELECT {cols} WHERE false"
+
+
+# Run last, in this order: after them the connection reaches no file, network or extension, and the
+# locked configuration cannot be turned back. `allowed_paths` is no way to let the record files through:
+# it allows writing them as well (`COPY … TO '…/records.jsonl' (USE_TMP_FILE false)`), so the records
+# are read into memory first and nothing stays allowed.
+_LOCK_DOWN = (
+    # An in-memory database spills to `./.tmp`: a query running out of memory fails instead of writing.
+    "SET temp_directory = ''",
+    "SET autoinstall_known_extensions = false",
+    "SET autoload_known_extensions = false",
+    "SET allow_community_extensions = false",
+    "SET allow_persistent_secrets = false",
+    "SET allowed_directories = []",
+    "SET allowed_paths = []",
+    "SET enable_external_access = false",
+    "SET lock_configuration = true",
+)
+
+
+def query_connection(run_dirs: Sequence[Path]) -> duckdb.DuckDBPyConnection:
+    """What `farm query` runs SQL on: the views of `connect`, with the records read into memory first
+    and then every way out shut — no file read or written, no extension, no setting changed back."""
+    con = connect(run_dirs, records_view=False)
+    con.execute(f"CREATE TABLE records AS {_records_select(run_dirs)}")
+    for statement in _LOCK_DOWN:
+        con.execute(statement)
+    return con
+
+
 # What reports read, flattened: (column, expression over the record). Only the first reason is ever shown.
 REPORT_SELECT: tuple[tuple[str, str], ...] = (
     ("run", "run"), ("lane", "lane"), ("device", "device"), ("task_id", "task_id"),
@@ -164,6 +194,13 @@ _REPORT_READ = ("run", "lane", "device", "task_id", "instance", "repeat", "categ
                 "metrics", "tokens", "cost_usd", "attempt", "device_verdict", "execution", "split", "markers",
                 "evidence")
 
+# The fields no record lacks (`Record`'s required ones). A JSON object missing one, or holding one of the
+# wrong type (read as NULL), is a damaged line like a torn one: readers sort and group by these fields.
+REQUIRED = tuple(
+    name for name, f in Record.model_fields.items() if f.is_required() and (name, name) in REPORT_SELECT
+)
+_INTACT = " AND ".join(f"{name} IS NOT NULL" for name in REQUIRED)
+
 UNIT = ("run", "lane", "device", "task_id", "instance", "repeat")
 """The columns naming a unit (`Record.unit_key`): its attempts are retries; distinct units are never merged."""
 ORDER = "run, task_id, device, instance, repeat, lane, attempt"
@@ -171,7 +208,7 @@ ORDER = "run, task_id, device, instance, repeat, lane, attempt"
 
 CACHE_DIR = ".cache"
 CACHE_FILE = "records.duckdb"
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 """Bump when REPORT_SELECT or the stamp changes: older caches are then rebuilt."""
 CACHE_MIN_BYTES = 16 << 20
 """Record files smaller than this are parsed every time (it is fast) and get no cache."""
@@ -309,6 +346,12 @@ def report_type(column: str) -> str:
 _DUP_KEYS_SQL = "SELECT count(*) FROM (SELECT {keys} FROM {t} GROUP BY ALL HAVING count(*) > 1)"
 
 
+def _intact_source(path: Path) -> str:
+    # `run`, NULL on every damaged line: what `find_damage` counts and locates.
+    required = _json_source([str(path)], {name: RECORD_COLUMNS[name] for name in REQUIRED})
+    return f"(SELECT CASE WHEN {_INTACT} THEN run END AS run FROM {required})"
+
+
 def _numbered(source: str) -> str:
     # A streaming window numbers the rows in file order; it serialises the scan, so only the rare
     # search for damaged lines uses it.
@@ -325,11 +368,11 @@ def _fill(con: duckdb.DuckDBPyConnection, table: str, path: Path, *, temp: bool)
     source = _json_source([str(path)], {k: RECORD_COLUMNS[k] for k in _REPORT_READ})
     try:
         con.execute(f"{create} AS SELECT {cols} FROM {source} ORDER BY {ORDER}")
-        row = con.execute(f"SELECT count(*) FROM {table} WHERE run IS NULL").fetchone()
+        row = con.execute(f"SELECT count(*) FROM {table} WHERE NOT ({_INTACT})").fetchone()
         damage = Damage()
         if row and row[0]:
-            con.execute(f"DELETE FROM {table} WHERE run IS NULL")
-            damage = find_damage(con, _numbered(_json_source([str(path)], {"run": "VARCHAR"})), path)
+            con.execute(f"DELETE FROM {table} WHERE NOT ({_INTACT})")
+            damage = find_damage(con, _numbered(_intact_source(path)), path)
         row = con.execute(_DUP_KEYS_SQL.format(keys=", ".join(UNIT), t=table)).fetchone()
         dup_units = int(row[0]) if row else 0
         if dup_units and _dup_attempts(con, table):
@@ -338,7 +381,7 @@ def _fill(con: duckdb.DuckDBPyConnection, table: str, path: Path, *, temp: bool)
             raw = f"{table.rsplit('.', 1)[-1]}_lines"
             con.execute(f"DROP TABLE {table}")
             con.execute(f"CREATE TEMP TABLE {raw} AS SELECT {cols} FROM {source}")
-            con.execute(f"{create} AS SELECT * FROM {raw} WHERE run IS NOT NULL ORDER BY {ORDER}, rowid")
+            con.execute(f"{create} AS SELECT * FROM {raw} WHERE {_INTACT} ORDER BY {ORDER}, rowid")
             con.execute(f"DROP TABLE {raw}")
     except duckdb.Error:
         _raise_bad_file(path)
@@ -365,7 +408,7 @@ def damaged_lines(run_dirs: Sequence[Path]) -> list[tuple[Path, Damage]]:
             if not path.is_file():
                 continue
             stamp = _cached_stamp(con, path.resolve(), file_stamp(path), f"probe{i}")
-            source = _json_source([str(path)], {"run": "VARCHAR"})
+            source = _intact_source(path)
             if stamp is not None:
                 damage = stamp.damage
             elif (row := con.execute(f"SELECT count(*) FROM {source} WHERE run IS NULL").fetchone()) and row[0]:
@@ -454,15 +497,45 @@ def _raise_bad_file(path: Path) -> NoReturn:
     raise FarmError(f"{path}: unreadable record file", hint="check records.jsonl of the run")
 
 
-def query(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[list[str], list[tuple[object, ...]]]:
-    """Run SQL; return column names and rows. A SQL error is a FarmError."""
+_QUERY_HINT = "one SELECT over the views records, runs, devices"
+
+
+def _query_error(exc: Exception) -> NoReturn:
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    raise FarmError(f"query: {first}", hint=_QUERY_HINT) from None
+
+
+def check_query(sql: str) -> None:
+    """Refuse (FarmError) anything but exactly one SELECT statement: `farm query` only reads."""
     import duckdb
 
+    if not sql.strip():
+        raise FarmError("query: empty query", hint=_QUERY_HINT)
+    try:
+        with duckdb.connect(":memory:") as parser:
+            statements = parser.extract_statements(sql)
+    except duckdb.Error as exc:
+        _query_error(exc)
+    if not statements:
+        raise FarmError("query: empty query (nothing but comments or semicolons)", hint=_QUERY_HINT)
+    if len(statements) > 1:
+        raise FarmError(f"query: {len(statements)} statements refused, farm query runs one", hint=_QUERY_HINT)
+    kind = statements[0].type
+    if kind != duckdb.StatementType.SELECT:
+        # PIVOT without an IN list is a MULTI statement: it creates a type before selecting.
+        what = "PIVOT without IN (…)" if kind == duckdb.StatementType.MULTI else kind.name
+        raise FarmError(f"query: {what} refused, farm query is read-only", hint=_QUERY_HINT)
+
+
+def query(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[list[str], list[tuple[object, ...]]]:
+    """Run one SELECT (see `check_query`); return column names and rows. A SQL error is a FarmError."""
+    import duckdb
+
+    check_query(sql)
     try:
         cur = con.execute(sql)
         rows = cur.fetchall()
     except duckdb.Error as exc:
-        first = str(exc).splitlines()[0]
-        raise FarmError(f"query: {first}", hint="views: records, runs, devices") from None
+        _query_error(exc)
     names = [c[0] for c in (cur.description or [])]
     return names, rows

@@ -1,19 +1,21 @@
 """On-device `scores.jsonl` lines (camelCase, `farm.results.device_line`) → `Record`s.
 
 Nothing the phone wrote is dropped: fields this schema does not model go to `Record.extra`; an
-outcome it does not know becomes an `error` record; a line that is not valid JSON becomes an
-`error` record naming the line, and the other lines are kept.
+outcome it does not know becomes an `error` record. Nothing it wrote is trusted either: a line that is
+not valid JSON, is nested too deeply, or carries a number out of the record's range (negative or
+absurd tokens, cost, times, counts; NaN or infinity) becomes an `error` record naming the line and the
+field, and the other lines are kept.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast, get_args
 
 from pydantic import BaseModel, JsonValue, ValidationError
+from pydantic_core import from_json
 
 from farm.results.device_line import DeviceScore
 from farm.results.record import (
@@ -175,21 +177,40 @@ def normalise_lines(lines: list[str], ctx: Context, source: str) -> Normalised:
         if not line.strip():
             continue
         where = f"{source}:{number}"
+        data: object = None
         try:
-            data = json.loads(line)
+            data = _parse(line)
             if not isinstance(data, dict):
                 raise ValueError("not a JSON object")
-            score = DeviceScore.model_validate(data)
+            records.append(score_to_record(DeviceScore.model_validate(data), ctx, where))
         except (ValueError, ValidationError) as exc:
-            found = _ID_IN_TEXT.search(line)
-            task_id = found.group(1) if found else f"{source}:{number}"
-            what = "invalid JSON" if isinstance(exc, json.JSONDecodeError) else _first_error(exc)
+            task_id = _task_id_of(data, line) or f"{source}:{number}"
+            what = _first_error(exc)
             reason = f"corrupt scores.jsonl line {number}: {what}"
             problems.append(f"{where}: {what}")
             records.append(error_record(ctx, task_id, reason, source=where))
-            continue
-        records.append(score_to_record(score, ctx, where))
     return Normalised(records, problems)
+
+
+class _InvalidJson(ValueError):
+    """A line the JSON parser refused (its message says where)."""
+
+
+def _parse(line: str) -> object:
+    # pydantic's parser, not `json`: it stops at a fixed depth with a ValueError where `json` exhausts the
+    # stack, and it refuses lone surrogates, which `json` accepts and the record's own write then fails on.
+    try:
+        return from_json(line)
+    except ValueError as exc:
+        raise _InvalidJson(str(exc)) from None
+
+
+def _task_id_of(data: object, line: str) -> str | None:
+    """The task id a rejected line names, so the task still shows up (as an error) in its unit."""
+    if isinstance(data, dict) and isinstance(data.get("id"), str) and 0 < len(data["id"]) <= 200:
+        return str(data["id"])
+    found = _ID_IN_TEXT.search(line)
+    return found.group(1) if found else None
 
 
 def normalise_file(path: Path, ctx: Context, source: str | None = None) -> Normalised:
@@ -202,7 +223,18 @@ def normalise_file(path: Path, ctx: Context, source: str | None = None) -> Norma
 
 
 def _first_error(exc: Exception) -> str:
+    if isinstance(exc, _InvalidJson):
+        return f"invalid JSON ({exc})"
     if isinstance(exc, ValidationError):
         err = exc.errors()[0]
-        return f"{'.'.join(str(p) for p in err['loc']) or 'line'}: {err['msg']}"
+        # A validator's own message already names the value; pydantic's "Value error, " prefix adds nothing.
+        msg = str(err["ctx"]["error"]) if err["type"] == "value_error" and "ctx" in err else err["msg"]
+        what = f"{'.'.join(str(p) for p in err['loc']) or 'line'}: {msg}"
+        if err["type"] in _RANGE_ERRORS:
+            what += f" (got {str(err['input'])[:40]})"
+        return what
     return str(exc)
+
+
+# Errors about a number's value, where the value itself says what went wrong (a sign, an exponent).
+_RANGE_ERRORS = frozenset({"greater_than_equal", "less_than_equal", "finite_number", "int_parsing_size"})

@@ -2,11 +2,39 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import math
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
 RECORD_SCHEMA_VERSION: Literal[1] = 1
+
+# Range bounds. Whatever crosses them is not a measurement but garbage (a timestamp in a duration field,
+# an overflowed counter, a sign bug), and it is refused where it enters: the line is rejected and named,
+# never stored. Each bound is far above any real attempt and far inside what DuckDB and the report's
+# sums can hold.
+MAX_TOKENS = 10**12
+"""Tokens of one kind in one attempt: a trillion (about a million dollars at a dollar per million tokens).
+Sums of up to nine million such attempts still fit a DuckDB BIGINT."""
+MAX_COUNT = 10**9
+"""Steps, round trips, attempts, repeats of one attempt or unit."""
+MAX_MS = 1e11
+"""Milliseconds of one attempt: about three years. An epoch timestamp in milliseconds (≈1.7e12) is above it,
+so a start time written into a duration field is refused."""
+MAX_COST_USD = 1e6
+"""USD of one attempt."""
+MAX_EXTRA_DEPTH = 32
+"""Nesting of objects and arrays inside one `Record.extra` value. The record reader's JSON parser stops at
+a depth of about 200; a record must never be written that cannot be read back."""
+
+Millis = Annotated[float, Field(ge=0, le=MAX_MS, allow_inf_nan=False)]
+"""A duration in milliseconds: finite, 0…MAX_MS."""
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+"""A count of things done: 0…MAX_COUNT."""
+Ordinal = Annotated[int, Field(ge=1, le=MAX_COUNT)]
+"""A 1-based number (attempt, repeat): 1…MAX_COUNT."""
+CostUsd = Annotated[float, Field(ge=0, le=MAX_COST_USD, allow_inf_nan=False)]
+"""A cost in USD: finite, 0…MAX_COST_USD."""
 
 Outcome = Literal["succeeded", "failed", "confirmation", "takeover", "skipped", "error"]
 Expect = Literal["succeeded", "confirmation", "failed", "takeover"]
@@ -35,7 +63,11 @@ class CheckResult(BaseModel):
 
 
 class Tokens(BaseModel):
-    """Token usage of an attempt, split the way providers bill it; null when unknown."""
+    """Token usage of an attempt, split the way providers bill it; null when unknown.
+
+    Counts are range-checked where they enter a `Record` (0…MAX_TOKENS), not here: model clients build
+    this from a provider's usage object, and a provider's odd count must not fail the model call itself.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -50,23 +82,24 @@ class Tokens(BaseModel):
 
 
 class RunMetrics(BaseModel):
-    """Seed 003's 运行小结 for one attempt: where the time went. Milliseconds; null when unknown."""
+    """Seed 003's 运行小结 for one attempt: where the time went. Milliseconds (finite, 0…MAX_MS); null when
+    unknown."""
 
     model_config = ConfigDict(extra="forbid")
 
-    first_feedback_ms: float | None = None
+    first_feedback_ms: Millis | None = None
     """Time from the start of the task to the agent's first visible feedback."""
-    round_trips: int | None = None
+    round_trips: Count | None = None
     """Model round trips (requests) made during the task."""
-    model_ms: float | None = None
+    model_ms: Millis | None = None
     """Time spent waiting on the model."""
-    screen_read_ms: float | None = None
+    screen_read_ms: Millis | None = None
     """Time spent reading the screen (hierarchy dumps, screenshots)."""
-    action_ms: float | None = None
+    action_ms: Millis | None = None
     """Time spent performing actions on the device."""
-    other_ms: float | None = None
+    other_ms: Millis | None = None
     """Everything else (harness, waits)."""
-    total_ms: float | None = None
+    total_ms: Millis | None = None
     """Wall time of the attempt."""
 
 
@@ -100,7 +133,7 @@ class Record(BaseModel):
     """Task id (the task file's name)."""
     instance: str = ""
     """Task instance within the unit (the web lane's data seed); empty when a task has one instance."""
-    repeat: int = 1
+    repeat: Ordinal = 1
     """Repeat index of the unit (1…K with `--repeats K`, the web lane's trial); repeats are distinct units."""
     category: str = ""
     """Task directory/category, e.g. `read/system`."""
@@ -129,13 +162,13 @@ class Record(BaseModel):
     """For takeovers: the barrier reported (login, captcha…)."""
     metrics: RunMetrics = Field(default_factory=RunMetrics)
     """Where the time went."""
-    steps: int | None = None
+    steps: Count | None = None
     """Actions taken."""
     tokens: Tokens = Field(default_factory=Tokens)
-    """Token usage."""
-    cost_usd: float | None = None
-    """Cost in USD; null when unknown — never 0 for unknown."""
-    attempt: int = 1
+    """Token usage; each count 0…MAX_TOKENS."""
+    cost_usd: CostUsd | None = None
+    """Cost in USD (finite, 0…MAX_COST_USD); null when unknown — never 0 for unknown."""
+    attempt: Ordinal = 1
     """1 for the first attempt; retries of infrastructure errors count up (same unit, next try)."""
     device_verdict: DeviceVerdict | None = None
     """The phone's own verdict when the host re-scored the attempt (instrument executor); null otherwise."""
@@ -157,7 +190,33 @@ class Record(BaseModel):
     markers: list[str] = Field(default_factory=list)
     """Markers the task created on the device (for the clean-up list)."""
     extra: dict[str, JsonValue] = Field(default_factory=dict)
-    """Fields the device reported that this schema does not model; kept, not dropped."""
+    """Fields the device reported that this schema does not model; kept, not dropped. Numbers finite, nesting
+    at most MAX_EXTRA_DEPTH deep."""
+
+    @field_validator("tokens")
+    @classmethod
+    def _tokens_in_range(cls, tokens: Tokens) -> Tokens:
+        for name, count in tokens:
+            if count is not None and not 0 <= count <= MAX_TOKENS:
+                raise ValueError(f"{name} {count} is outside 0…{MAX_TOKENS}")
+        return tokens
+
+    @field_validator("extra")
+    @classmethod
+    def _extra_is_readable(cls, extra: dict[str, JsonValue]) -> dict[str, JsonValue]:
+        # A walk, not a recursion: the depth being checked is the hostile part.
+        stack: list[tuple[str, JsonValue, int]] = [(key, value, 1) for key, value in extra.items()]
+        while stack:
+            key, value, depth = stack.pop()
+            if isinstance(value, dict | list):
+                if depth > MAX_EXTRA_DEPTH:
+                    raise ValueError(f"{key}: nested deeper than {MAX_EXTRA_DEPTH}")
+                items = value.values() if isinstance(value, dict) else value
+                stack.extend((key, item, depth + 1) for item in items)
+            elif isinstance(value, float) and not math.isfinite(value):
+                # JSON has no NaN or infinity: written out they would silently become null.
+                raise ValueError(f"{key}: {value} is not a finite number")
+        return extra
 
     def unit_key(self) -> tuple[str, str, str, str, str, int]:
         """The unit this attempt belongs to: (run, lane, device or backend, task, instance, repeat)."""

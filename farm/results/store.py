@@ -50,11 +50,14 @@ def iter_records(path: Path, problems: ReadProblems | None = None) -> Iterator[R
     """Read records one by one.
 
     A torn last line (a crash mid-append: invalid and without a newline at the end) is skipped and
-    listed in `problems`. A corrupt line anywhere else is a FarmError naming the file and line — unless
-    the caller collects `problems`, which then lists it and reads on (the reports do the same).
+    listed in `problems`. A corrupt line anywhere else — not JSON, not UTF-8, nested too deeply, a field
+    missing or out of the record's range — is a FarmError naming the file and line, unless the caller
+    collects `problems`, which then lists it and reads on (the reports do the same).
     """
     try:
-        handle = path.open(encoding="utf-8")
+        # Bytes, decoded by the validator line by line: a line that is not UTF-8 is one corrupt line, not
+        # a UnicodeDecodeError out of the middle of the file.
+        handle = path.open("rb")
     except OSError as exc:
         raise FarmError(f"{path}: cannot read records ({exc.strerror})", hint="is this a run directory?") from None
     with handle:
@@ -62,9 +65,11 @@ def iter_records(path: Path, problems: ReadProblems | None = None) -> Iterator[R
             if not line.strip():
                 continue
             try:
+                # pydantic's JSON parser stops at a fixed nesting depth with a ValidationError; it never
+                # recurses into the stack the way `json.loads` does.
                 yield Record.model_validate_json(line)
             except ValidationError as exc:
-                if not line.endswith("\n"):
+                if not line.endswith(b"\n"):
                     if problems is not None:
                         problems.torn.append(f"{path}:{number}: torn last line (a crash mid-append), skipped")
                     continue

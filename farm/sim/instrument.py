@@ -119,7 +119,7 @@ def _options(extras: dict[str, str]) -> EvalOptions:
 
 
 def _load_tasks(phone: PhoneState, path: str) -> list[dict[str, Any]]:
-    data = json.loads(phone.host_path(path).read_text(encoding="utf-8"))
+    data = json.loads(phone.read_text(path))
     tasks = data.get("tasks") if isinstance(data, dict) else None
     if not isinstance(tasks, list):
         raise ValueError("bundle has no tasks list")

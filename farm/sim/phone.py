@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import posixpath
 import secrets
 import shutil
 import tempfile
@@ -10,21 +9,19 @@ import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from farm.sim import rootfs
 from farm.sim.profile import PhoneProfile, default_profile
+from farm.sim.rootfs import STORAGE, PathEscapeError, canonical, resolve
 
 if TYPE_CHECKING:
     from farm.sim.ui import UiDevice
 
-# Every alias of the primary external storage maps to one host directory.
-_STORAGE_ALIASES = (
-    "/storage/emulated/0",
-    "/storage/self/primary",
-    "/mnt/sdcard",
-    "/mnt/user/0/primary",
-    "/data/media/0",
-    "/sdcard",
-)
-_STORAGE = "/sdcard"
+__all__ = ["OWNER_MARKER", "ROOT_PREFIX", "PathEscapeError", "PhoneState", "build_props", "build_settings"]
+
+ROOT_PREFIX = "farm-sim-phone-"
+"""Name prefix of the temp directory holding a phone's file system (`<dir>/fs`) and its owner marker."""
+OWNER_MARKER = ".farm-sim-owner"
+"""File beside `fs/` whose content is the phone's owner token: `farm sim down` removes only what carries it."""
 _STORAGE_DIRS = ("DCIM", "Download", "Pictures", "Music", "Documents", "Movies", "Alarms", "Android/data")
 _SKELETON = (
     "data/local/tmp",
@@ -46,17 +43,22 @@ _SKELETON = (
 )
 
 
-class PathEscapeError(ValueError):
-    """A device path that would resolve outside the phone's root."""
-
-
 class PhoneState:
     """One virtual phone. Shared by the transport (shell, sync) and the simulated apps."""
 
     def __init__(self, profile: PhoneProfile | None = None, root: Path | None = None) -> None:
         self.profile: PhoneProfile = profile or default_profile()
-        self._owns_root = root is None
-        self.root: Path = (root or Path(tempfile.mkdtemp(prefix="farm-sim-phone-"))).resolve()
+        self.owner_token = secrets.token_hex(16)
+        """Written beside a root this phone created, so a cleanup can tell it from anything else."""
+        self.box: Path | None = None
+        """The temp directory this phone created around its root (None when given a root)."""
+        if root is None:
+            self.box = Path(tempfile.mkdtemp(prefix=ROOT_PREFIX)).resolve()
+            (self.box / OWNER_MARKER).write_text(self.owner_token + "\n", encoding="utf-8")
+            root = self.box / "fs"
+            root.mkdir()
+        # The marker sits outside the root, where nothing the phone does can reach it.
+        self.root: Path = root.resolve()
         self.props: dict[str, str] = build_props(self.profile)
         self.settings: dict[str, dict[str, str]] = build_settings(self.profile)
         # Every phone has its own hardware serial and android_id, even with the same profile.
@@ -91,36 +93,49 @@ class PhoneState:
 
     def external_files_dir(self, package: str) -> str:
         """`/sdcard/Android/data/<pkg>/files` — where apps write their own files."""
-        return f"{_STORAGE}/Android/data/{package}/files"
+        return f"{STORAGE}/Android/data/{package}/files"
 
     def canonical(self, device_path: str, cwd: str = "/") -> str:
-        """Normalised absolute device path with storage aliases folded into `/sdcard`."""
-        path = posixpath.normpath(posixpath.join(cwd, device_path or "."))
-        if path.startswith("//"):
-            path = "/" + path.lstrip("/")
-        for alias in _STORAGE_ALIASES:
-            if path == alias or path.startswith(alias + "/"):
-                return _STORAGE + path[len(alias):]
-        return path
+        """Normalised absolute device path with storage aliases folded into `/sdcard` (lexical only)."""
+        return canonical(device_path, cwd)
 
-    def host_path(self, device_path: str, cwd: str = "/") -> Path:
-        """Host path backing `device_path`; raises PathEscapeError when it would leave the root."""
-        rel = self.canonical(device_path, cwd).lstrip("/")
-        host = self.root / rel if rel else self.root
-        resolved = host.resolve()
-        if resolved != self.root and self.root not in resolved.parents:
-            raise PathEscapeError(device_path)
-        return host
+    def host_path(self, device_path: str, cwd: str = "/", *, follow: bool = True) -> Path:
+        """Host path backing `device_path`, strictly inside the root (`farm.sim.rootfs.resolve`).
+
+        Raises PathEscapeError (also a ValueError) for a link leading out, OSError for a loop or a
+        missing directory on the way; `follow=False` leaves a final symlink unfollowed.
+        """
+        return resolve(self.root, device_path, cwd, follow=follow)
+
+    def read_bytes(self, device_path: str, limit: int | None = None) -> bytes:
+        """A regular file's content, read through the resolver (never a FIFO, never out of the root)."""
+        return rootfs.read_bytes(self.root, device_path, limit)
+
+    def read_text(self, device_path: str) -> str:
+        """A regular file's content as UTF-8 text."""
+        return self.read_bytes(device_path).decode("utf-8")
+
+    def write_atomic(self, device_path: str, data: bytes | str) -> None:
+        """Replace a file (parents created), never writing through a symlink."""
+        rootfs.write_atomic(self.root, device_path, data.encode("utf-8") if isinstance(data, str) else data)
+
+    def append(self, device_path: str, data: bytes | str) -> None:
+        """Append to a file (created when missing)."""
+        rootfs.append_bytes(self.root, device_path, data.encode("utf-8") if isinstance(data, str) else data)
+
+    def makedirs(self, device_path: str) -> Path:
+        """`mkdir -p` inside the phone; the resolved host directory."""
+        return rootfs.makedirs(self.root, device_path)
 
     def close(self) -> None:
-        """Remove the temp file system if this phone created it."""
-        if self._owns_root:
-            shutil.rmtree(self.root, ignore_errors=True)
+        """Remove the temp directory (file system and marker) if this phone created it."""
+        if self.box is not None:
+            shutil.rmtree(self.box, ignore_errors=True)
 
     def _make_skeleton(self) -> None:
         for rel in _SKELETON:
             (self.root / rel).mkdir(parents=True, exist_ok=True)
-        storage = self.root / _STORAGE.lstrip("/")
+        storage = self.root / STORAGE.lstrip("/")
         for rel in _STORAGE_DIRS:
             (storage / rel).mkdir(parents=True, exist_ok=True)
         for pkg in self.profile.packages:

@@ -119,6 +119,17 @@ class FaultSpec(_Model):
     """The agent app writes hostile file names into its eval tree."""
 
 
+class FsLimits(_Model):
+    """Caps on what one file operation of the phone may write to the host's disk."""
+
+    copy_max_bytes: int = Field(default=512 * 1024 * 1024, ge=0)
+    """Bytes one `cp` command may copy in total (512 MiB); over it the command fails and its copy is undone."""
+    copy_max_seconds: float = Field(default=60.0, gt=0)
+    """Wall time one `cp` command may spend copying (60 s); over it the command fails and its copy is undone."""
+    push_max_bytes: int = Field(default=512 * 1024 * 1024, ge=0)
+    """Bytes one sync SEND (`adb push` of one file) may write (512 MiB); over it the push fails, nothing is kept."""
+
+
 class PhoneProfile(_Model):
     """Everything that makes one virtual phone what it is."""
 
@@ -160,6 +171,8 @@ class PhoneProfile(_Model):
     """`host:port` that `localabstract:chrome_devtools_remote` is bridged to; None refuses it."""
     faults: FaultSpec = Field(default_factory=FaultSpec)
     """Injected faults."""
+    limits: FsLimits = Field(default_factory=FsLimits)
+    """Caps on copies and pushes (`limits: {copy_max_bytes, copy_max_seconds, push_max_bytes}` in YAML)."""
 
     def package(self, name: str) -> PackageInfo | None:
         """The installed package called `name`, if any."""

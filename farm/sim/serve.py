@@ -5,17 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
+import stat
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from farm.errors import FarmError
 from farm.fsutil import atomic_write_text
+from farm.sim.phone import OWNER_MARKER, ROOT_PREFIX
 from farm.sim.profile import FaultSpec, PhoneProfile, default_profile, load_profile
 
 
@@ -32,6 +35,8 @@ class StatePhone(BaseModel):
     """Host directory backing its file system."""
     model: str
     """`ro.product.model`."""
+    owner_token: str = ""
+    """The token in the owner marker beside `root`: `down` removes a root only when the two match."""
 
 
 class SimState(BaseModel):
@@ -49,6 +54,8 @@ class SimState(BaseModel):
     """Log file of the background process."""
     phones: list[StatePhone]
     """The phones it serves."""
+    created_dirs: list[str] = Field(default_factory=list)
+    """State directories `up` had to create (deepest first); `down` removes them again when empty."""
 
 
 def state_dir() -> Path:
@@ -65,19 +72,40 @@ def state_path() -> Path:
     return state_dir() / "state.json"
 
 
-def read_state() -> SimState | None:
-    """The state of the running sim, or None (a stale file of a dead process is removed)."""
+def _load_state() -> SimState | None:
     path = state_path()
     if not path.exists():
         return None
     try:
-        state = SimState.model_validate_json(path.read_text(encoding="utf-8"))
+        return SimState.model_validate_json(path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise FarmError(f"{path}: unreadable sim state file", hint="delete it if no sim is running") from exc
-    if not pid_alive(state.pid):
-        path.unlink(missing_ok=True)
+
+
+def read_state() -> SimState | None:
+    """The state of the running sim, or None (what a dead one left behind is removed, its log kept)."""
+    state = _load_state()
+    if state is None:
+        return None
+    if not serves(state):
+        _remove_leftovers(state, with_log=False)
         return None
     return state
+
+
+def serves(state: SimState) -> bool:
+    """Whether the state's pid is alive and is the `python -m farm.sim` serving this state file.
+
+    A pid that was reused by another process is not ours: nothing is signalled or kept for it.
+    """
+    if not pid_alive(state.pid):
+        return False
+    try:
+        argv = Path(f"/proc/{state.pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return True  # no /proc to ask: trust the live pid, as before
+    ours = {os.fsencode(state_path()), os.fsencode(state_path().absolute())}
+    return b"farm.sim" in argv and bool(ours & set(argv))
 
 
 def pid_alive(pid: int) -> bool:
@@ -120,10 +148,13 @@ def up(
         load_profile(profile_file)  # fail here, with a clear message, not in the background
     port = server_port(adb_port)
     directory = state_dir()
+    created = [d for d in (directory, *directory.parents) if not d.exists()]
     directory.mkdir(parents=True, exist_ok=True)
     log = directory / "serve.log"
     argv = [sys.executable, "-m", "farm.sim", "--count", str(count), "--adb-port", str(port)]
-    argv += ["--faults", faults.model_dump_json(), "--state-file", str(state_path())]
+    argv += ["--faults", faults.model_dump_json(), "--state-file", str(state_path().absolute())]
+    for made in created:
+        argv += ["--created-dir", str(made)]
     if profile_file is not None:
         argv += ["--profile", str(profile_file.resolve())]
     with open(log, "ab") as handle:
@@ -144,26 +175,86 @@ def up(
 
 
 def down(timeout: float = 20) -> SimState | None:
-    """Stop the phones `up` started (SIGTERM, then SIGKILL) and detach them from adb."""
-    state = read_state()
+    """Stop the phones `up` started (SIGTERM, then SIGKILL), detach them from adb and remove what `up`
+    created: the phones' file systems, the state file, the log and the state directories it made.
+
+    Returns None when no sim was running (what a dead one left behind is still removed).
+    """
+    state = _load_state()
     if state is None:
         return None
-    os.kill(state.pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while pid_alive(state.pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if pid_alive(state.pid):
-        os.kill(state.pid, signal.SIGKILL)
+    running = serves(state)
+    if running:
+        os.kill(state.pid, signal.SIGTERM)
+        if not _wait_gone(state.pid, timeout):
+            os.kill(state.pid, signal.SIGKILL)
+            if not _wait_gone(state.pid, 10):
+                raise FarmError(f"virtual farm pid {state.pid} does not exit", hint="its files are left in place")
     _disconnect(state)
+    _remove_leftovers(state, with_log=True)
+    return state if running else None
+
+
+def _wait_gone(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while pid_alive(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def _remove_leftovers(state: SimState, *, with_log: bool) -> None:
+    """Remove what `up` created, and only that: every path is checked, nothing is taken from the file on trust."""
+    for phone in state.phones:
+        remove_phone_root(Path(phone.root), phone.owner_token)
     state_path().unlink(missing_ok=True)
-    return state
+    if not with_log:
+        return
+    directory = state_dir()
+    (directory / "serve.log").unlink(missing_ok=True)
+    # Only the state directory and its parents, deepest first and in an unbroken chain, as `up` made them.
+    for made, expected in zip(state.created_dirs, (directory, *directory.parents), strict=False):
+        if Path(made) != expected:
+            break
+        try:
+            expected.rmdir()  # only when empty: anything else put there stays
+        except OSError:
+            break
+
+
+def remove_phone_root(root: Path, token: str) -> bool:
+    """Remove the temp directory around a phone's root if a phone made it: the directory is named
+    `farm-sim-phone-*`, is no symlink, is owned by this user and holds the owner marker with `token`."""
+    box = root.parent
+    try:
+        if not token or root.name != "fs" or not box.name.startswith(ROOT_PREFIX) or not box.is_absolute():
+            return False
+        if Path(os.path.realpath(box)) != box:
+            return False
+        st = os.lstat(box)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            return False
+        fd = os.open(box / OWNER_MARKER, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode) or os.read(fd, 256).decode("ascii", "replace").strip() != token:
+                return False
+        finally:
+            os.close(fd)
+    except OSError:
+        return False
+    shutil.rmtree(box, ignore_errors=True)
+    return True
 
 
 def _disconnect(state: SimState) -> None:
     from adbutils import AdbClient, AdbError
 
     client = AdbClient(port=state.adb_port)
+    # Virtual phones are always on loopback: a serial the state file names elsewhere is not ours to detach.
     for phone in state.phones:
+        if not phone.serial.startswith("127.0.0.1:"):
+            continue
         try:
             client.disconnect(phone.serial)
         except (AdbError, OSError):
@@ -194,6 +285,7 @@ def serve(argv: list[str] | None = None) -> int:
     parser.add_argument("--faults", default="{}", help="FaultSpec as JSON")
     parser.add_argument("--adb-port", type=int)
     parser.add_argument("--state-file", type=Path)
+    parser.add_argument("--created-dir", action="append", default=[], help="a state directory `up` created")
     args = parser.parse_args(argv)
     profile: PhoneProfile = load_profile(args.profile) if args.profile else default_profile()
     faults = FaultSpec.model_validate(json.loads(args.faults))
@@ -207,8 +299,9 @@ def serve(argv: list[str] | None = None) -> int:
             adb_port=farm.adb_port,
             started_at=time.time(),
             log=str(args.state_file.parent / "serve.log") if args.state_file else "",
-            phones=[StatePhone(serial=p.serial, port=p.port, root=str(p.root), model=p.profile.model)
-                    for p in farm.phones],
+            phones=[StatePhone(serial=p.serial, port=p.port, root=str(p.root), model=p.profile.model,
+                               owner_token=p.state.owner_token) for p in farm.phones],
+            created_dirs=list(args.created_dir),
         )
         if args.state_file:
             atomic_write_text(args.state_file, state.model_dump_json(indent=2))

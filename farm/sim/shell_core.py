@@ -5,13 +5,16 @@ Nothing here runs on the host: every command is a Python function over the phone
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 import posixpath
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from farm.sim.phone import PathEscapeError, PhoneState
+from farm.sim import rootfs
+from farm.sim.phone import PhoneState
 
 Part = tuple[str, bool, bool]
 """(text, expand variables, may glob) — one piece of a word."""
@@ -248,10 +251,18 @@ class Shell:
             self._err.clear()
             await self._emit_err(data)
 
+    @property
+    def capturing(self) -> bool:
+        """Whether output goes into a pipe or a redirect (held in memory) rather than to the host."""
+        return bool(self._captures)
+
     # -- paths --
-    def host(self, device_path: str) -> str:
-        """Host path for a device path relative to cwd (PathEscapeError on escape)."""
-        return os.fspath(self.phone.host_path(device_path, self.cwd))
+    def host(self, device_path: str, *, follow: bool = True) -> Path:
+        """Host path for a device path relative to cwd, inside the phone's root (`rootfs.resolve`).
+
+        OSError when it cannot be resolved there: PathEscapeError (EACCES) for a link leading out.
+        """
+        return self.phone.host_path(device_path, self.cwd, follow=follow)
 
     def device_abs(self, device_path: str) -> str:
         """Absolute device path relative to cwd."""
@@ -367,7 +378,7 @@ class Shell:
                     continue
                 try:
                     names = sorted(os.listdir(self.host(base or ".")))
-                except (OSError, PathEscapeError):
+                except OSError:
                     continue
                 for name in names:
                     if name.startswith(".") and not part.startswith("."):
@@ -375,13 +386,13 @@ class Shell:
                     if fnmatch.fnmatchcase(name, part):
                         nxt.append(posixpath.join(base, name) if base else name)
             bases = nxt
-        return [b for b in bases if os.path.lexists(self._safe_host(b))]
+        return [b for b in bases if self._lexists(b)]
 
-    def _safe_host(self, path: str) -> str:
+    def _lexists(self, path: str) -> bool:
         try:
-            return self.host(path)
-        except PathEscapeError:
-            return "/nonexistent/\0"
+            return os.path.lexists(self.host(path, follow=False))
+        except OSError:
+            return False
 
     async def _run_simple(self, simple: Simple) -> int:
         argv: list[str] = []
@@ -411,11 +422,13 @@ class Shell:
                 out_to_err = True
             elif op == "<":
                 try:
-                    with open(self.host(target), "rb") as handle:
-                        self.stdin = handle.read()
-                except (OSError, PathEscapeError):
+                    with rootfs.open_read(self.host(target)) as handle:
+                        self.stdin = handle.read(self.phone.profile.limits.copy_max_bytes + 1)
+                    if len(self.stdin) > self.phone.profile.limits.copy_max_bytes:
+                        raise OSError(errno.EFBIG, os.strerror(errno.EFBIG))
+                except OSError as exc:
                     self.env = saved_env
-                    return self.fail(f"/system/bin/sh: can't open {target}: No such file or directory")
+                    return self.fail(f"/system/bin/sh: can't open {target}: {exc.strerror}")
         redirected = out_target is not None or err_mode is not None or out_to_err
         try:
             if not redirected:
@@ -449,11 +462,11 @@ class Shell:
 
     def _write_file(self, path: str, data: bytes, append: bool) -> bool:
         try:
-            with open(self.host(path), "ab" if append else "wb") as handle:
+            with rootfs.open_write(self.host(path), append=append) as handle:
                 handle.write(data)
             return True
-        except (OSError, PathEscapeError):
-            self.fail(f"/system/bin/sh: can't create {path}: No such file or directory")
+        except OSError as exc:
+            self.fail(f"/system/bin/sh: can't create {path}: {exc.strerror}")
             return False
 
     async def run_argv(self, argv: list[str]) -> int:

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import importlib.util
 import os
+import posixpath
 import shutil
 import stat as statmod
 import time
 from functools import lru_cache
 from pathlib import Path
 
-from farm.sim.phone import PathEscapeError
-from farm.sim.shell_core import Shell, command
+from farm.sim import rootfs
+from farm.sim.shell_core import ASYNC_COMMANDS, COMMANDS, Shell, async_command, command
 
 U2_JAR = "/data/local/tmp/u2.jar"
 U2_JAR_MD5 = "d4f2cb5299dfd894a40fdde067b56bc9"
@@ -30,15 +32,8 @@ def u2_jar_md5() -> str:
     return U2_JAR_MD5
 
 
-def _missing(sh: Shell, tool: str, path: str) -> int:
-    return sh.fail(f"{tool}: {path}: No such file or directory")
-
-
-def _host(sh: Shell, path: str) -> str | None:
-    try:
-        return sh.host(path)
-    except PathEscapeError:
-        return None
+def _why(exc: OSError) -> str:
+    return exc.strerror or os.strerror(exc.errno or errno.ENOENT)
 
 
 def parse_flags(args: list[str], known: str) -> tuple[set[str], list[str]]:
@@ -83,8 +78,11 @@ def _pwd(sh: Shell, args: list[str]) -> int:
 @command("cd")
 def _cd(sh: Shell, args: list[str]) -> int:
     target = sh.device_abs(args[0] if args else "/")
-    host = _host(sh, target)
-    if host is None or not os.path.isdir(host):
+    try:
+        host = sh.host(target)
+    except OSError as exc:
+        return sh.fail(f"/system/bin/sh: cd: {target}: {_why(exc)}", 2)
+    if not os.path.isdir(host):
         return sh.fail(f"/system/bin/sh: cd: {target}: No such file or directory", 2)
     sh.cwd = target
     return 0
@@ -103,24 +101,26 @@ def _whoami(sh: Shell, args: list[str]) -> int:
     return 0
 
 
-@command("cat")
-def _cat(sh: Shell, args: list[str]) -> int:
+@async_command("cat")
+async def _cat(sh: Shell, args: list[str]) -> int:
     if not args:
         sh.out(sh.stdin)
         return 0
     status = 0
+    # Into a pipe or a redirect the output is held in memory: that is a copy, with a copy's cap.
+    cap = sh.phone.profile.limits.copy_max_bytes if sh.capturing else None
+    total = 0
     for path in args:
-        host = _host(sh, path)
         try:
-            if host is None:
-                raise FileNotFoundError
-            if os.path.isdir(host):
-                status = sh.fail(f"cat: {path}: Is a directory")
-                continue
-            with open(host, "rb") as handle:
-                sh.out(handle.read())
-        except OSError:
-            status = _missing(sh, "cat", path)
+            with rootfs.open_read(sh.host(path)) as handle:
+                while chunk := handle.read(rootfs.CHUNK):
+                    total += len(chunk)
+                    if cap is not None and total > cap:
+                        return sh.fail(f"cat: {path}: more than {cap} bytes into a pipe (limits.copy_max_bytes)")
+                    sh.out(chunk)
+                    await sh.flush()
+        except OSError as exc:
+            status = sh.fail(f"cat: {path}: {_why(exc)}")
     return status
 
 
@@ -134,6 +134,22 @@ def _ls_long(name: str, st: os.stat_result) -> str:
     return f"{_mode_string(st.st_mode)} {st.st_nlink:>2} {owner:<8} {owner:<8} {st.st_size:>8} {when} {name}\n"
 
 
+def _ls_operand(sh: Shell, path: str, flags: set[str]) -> tuple[Path, os.stat_result]:
+    """(host path to show, its lstat) of one `ls` operand; a symlink to a directory is listed unless -d,
+    any other symlink (dangling ones included) is shown as itself."""
+    host = sh.host(path, follow=False)
+    st = os.lstat(host)
+    if statmod.S_ISLNK(st.st_mode) and "d" not in flags:
+        try:
+            target = sh.host(path)
+            target_st = os.lstat(target)
+        except FileNotFoundError:
+            return host, st
+        if statmod.S_ISDIR(target_st.st_mode):
+            return target, target_st
+    return host, st
+
+
 @command("ls")
 def _ls(sh: Shell, args: list[str]) -> int:
     flags, paths = parse_flags(args, "laAR1dhtsSrnF")
@@ -141,12 +157,12 @@ def _ls(sh: Shell, args: list[str]) -> int:
     status = 0
     many = len(paths) > 1
     for index, path in enumerate(paths):
-        host = _host(sh, path)
-        if host is None or not os.path.lexists(host):
-            status = sh.fail(f"ls: {path}: No such file or directory")
+        try:
+            host, st = _ls_operand(sh, path, flags)
+        except OSError as exc:
+            status = sh.fail(f"ls: {path}: {_why(exc)}")
             continue
-        if not os.path.isdir(host) or "d" in flags:
-            st = os.lstat(host)
+        if not statmod.S_ISDIR(st.st_mode) or "d" in flags:
             sh.out(_ls_long(path, st) if "l" in flags else path + "\n")
             continue
         names = sorted(os.listdir(host))
@@ -176,19 +192,16 @@ def _mkdir(sh: Shell, args: list[str]) -> int:
         return sh.fail("mkdir: Needs 1 argument")
     status = 0
     for path in paths:
-        host = _host(sh, path)
-        if host is None:
-            status = sh.fail(f"mkdir: '{path}': Permission denied")
-            continue
         try:
+            host = sh.host(path)
             if "p" in flags:
                 os.makedirs(host, exist_ok=True)
             else:
                 os.mkdir(host)
         except FileExistsError:
             status = sh.fail(f"mkdir: '{path}': File exists")
-        except OSError:
-            status = sh.fail(f"mkdir: '{path}': No such file or directory")
+        except OSError as exc:
+            status = sh.fail(f"mkdir: '{path}': {_why(exc)}")
     return status
 
 
@@ -198,18 +211,23 @@ def _rm(sh: Shell, args: list[str]) -> int:
     recursive = bool(flags & {"r", "R"})
     status = 0
     for path in paths:
-        host = _host(sh, path)
-        if host is None or sh.phone.root == Path(host).resolve():
-            status = sh.fail(f"rm: {path}: Permission denied")
-            continue
-        if not os.path.lexists(host):
+        try:
+            host = sh.host(path, follow=False)
+            st = os.lstat(host)
+        except FileNotFoundError:
             if "f" not in flags:
-                status = _missing(sh, "rm", path)
+                status = sh.fail(f"rm: {path}: No such file or directory")
             continue
-        if os.path.isdir(host) and not os.path.islink(host):
+        except OSError as exc:
+            status = sh.fail(f"rm: {path}: {_why(exc)}")
+            continue
+        if host == sh.phone.root:
+            status = sh.fail(f"rm: {path}: Permission denied")
+        elif statmod.S_ISDIR(st.st_mode):
             if not recursive:
                 status = sh.fail(f"rm: {path}: Is a directory")
                 continue
+            # rmtree never follows a symlink inside the tree (it walks with O_NOFOLLOW descriptors).
             shutil.rmtree(host, ignore_errors=True)
         else:
             os.unlink(host)
@@ -220,11 +238,13 @@ def _rm(sh: Shell, args: list[str]) -> int:
 def _rmdir(sh: Shell, args: list[str]) -> int:
     status = 0
     for path in args:
-        host = _host(sh, path)
         try:
-            os.rmdir(host or "\0")
-        except (OSError, ValueError):
-            status = sh.fail(f"rmdir: {path}: No such file or directory")
+            host = sh.host(path, follow=False)
+            if host == sh.phone.root:
+                raise PermissionError(errno.EBUSY, os.strerror(errno.EBUSY))
+            os.rmdir(host)
+        except OSError as exc:
+            status = sh.fail(f"rmdir: {path}: {_why(exc)}")
     return status
 
 
@@ -232,52 +252,122 @@ def _rmdir(sh: Shell, args: list[str]) -> int:
 def _touch(sh: Shell, args: list[str]) -> int:
     status = 0
     for path in [a for a in args if not a.startswith("-")]:
-        host = _host(sh, path)
         try:
-            Path(host or "\0").touch()
-        except (OSError, ValueError):
-            status = sh.fail(f"touch: '{path}': No such file or directory")
+            rootfs.touch(sh.host(path))
+        except OSError as exc:
+            status = sh.fail(f"touch: '{path}': {_why(exc)}")
     return status
 
 
-def _copy_or_move(sh: Shell, args: list[str], tool: str) -> int:
-    flags, paths = parse_flags(args, "rRfpav")
+def _landing(sh: Shell, src: str, dest_host: Path, dest_is_dir: bool, dest: str) -> str:
+    """Device path where `src` lands: inside `dest` when it is a directory (named as the operand), else `dest`."""
+    if not dest_is_dir:
+        return sh.device_abs(dest)
+    name = posixpath.basename(sh.phone.canonical(src, sh.cwd))
+    return posixpath.join(_device_of(sh, dest_host), name)
+
+
+def _device_of(sh: Shell, host: Path) -> str:
+    """The device path of a resolved host path (it holds no symlink, so it names the same place)."""
+    rel = host.relative_to(sh.phone.root).as_posix()
+    return "/" if rel == "." else "/" + rel
+
+
+async def _copy_one(sh: Shell, src: str, landing: str, recursive: bool, budget: rootfs.CopyBudget) -> int:
+    root = sh.phone.root
+    try:
+        src_host = sh.host(src, follow=not recursive)
+        st = os.lstat(src_host)
+        # A link copied as a link replaces what stands at the target; a file is written where a link
+        # inside the phone there points (a link leading out is refused by the resolver).
+        target = sh.host(landing, follow=not statmod.S_ISLNK(st.st_mode))
+    except OSError as exc:
+        return sh.fail(f"cp: {src}: {_why(exc)}")
+    if statmod.S_ISDIR(st.st_mode) and not recursive:
+        return sh.fail(f"cp: Skipped dir '{src}'")
+    if statmod.S_ISDIR(st.st_mode) and (target == src_host or src_host in target.parents):
+        return sh.fail(f"cp: '{src}' -> '{_device_of(sh, target)}': can't copy a directory into itself")
+    if target == root:
+        return sh.fail(f"cp: '{landing}': File exists")
+    created: list[str] = []
+    target_device = _device_of(sh, target)
+    try:
+        if statmod.S_ISLNK(st.st_mode):
+            # Copied as a link, never followed: where it points is resolved (inside the phone) when used.
+            if os.path.lexists(target):
+                if os.path.isdir(target) and not os.path.islink(target):
+                    raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+                os.unlink(target)
+            os.symlink(os.readlink(src_host), target)
+            created.append("")
+        elif statmod.S_ISDIR(st.st_mode):
+            await rootfs.copy_tree(src_host, target, budget, created)
+        else:
+            if not os.path.lexists(target):
+                created.append("")
+            await rootfs.copy_file(src_host, target, budget)
+    except BaseException as exc:
+        # A failed, capped or cancelled copy leaves nothing half-written behind.
+        rootfs.remove_created(root, target_device, created)
+        if not isinstance(exc, OSError):
+            raise
+        inner = exc.filename if isinstance(exc.filename, str) and not exc.filename.startswith("/") else ""
+        where = f"{src}/{inner}" if inner and statmod.S_ISDIR(st.st_mode) else src
+        return sh.fail(f"cp: {where}: {_why(exc)}", 1)
+    return 0
+
+
+@async_command("cp")
+async def _cp(sh: Shell, args: list[str]) -> int:
+    flags, paths = parse_flags(args, "rRfpavnPdiF")
     if len(paths) < 2:
-        return sh.fail(f"{tool}: Needs 2 arguments")
+        return sh.fail("cp: Needs 2 arguments")
     *sources, dest = paths
-    dest_host = _host(sh, dest)
-    if dest_host is None:
-        return sh.fail(f"{tool}: '{dest}': Permission denied")
+    recursive = bool(flags & {"r", "R", "a"})
+    try:
+        dest_host = sh.host(dest)
+    except OSError as exc:
+        return sh.fail(f"cp: '{dest}': {_why(exc)}")
+    dest_is_dir = os.path.isdir(dest_host)
+    if len(sources) > 1 and not dest_is_dir:
+        return sh.fail(f"cp: '{dest}' not directory")
+    limits = sh.phone.profile.limits
+    budget = rootfs.CopyBudget(limits.copy_max_bytes, limits.copy_max_seconds)
     status = 0
     for src in sources:
-        src_host = _host(sh, src)
-        if src_host is None or not os.path.lexists(src_host):
-            status = sh.fail(f"{tool}: {src}: No such file or directory")
-            continue
-        target = os.path.join(dest_host, os.path.basename(src_host)) if os.path.isdir(dest_host) else dest_host
-        try:
-            if tool == "mv":
-                shutil.move(src_host, target)
-            elif os.path.isdir(src_host):
-                if not flags & {"r", "R", "a"}:
-                    status = sh.fail(f"cp: Skipped dir '{src}'")
-                    continue
-                shutil.copytree(src_host, target, dirs_exist_ok=True)
-            else:
-                shutil.copyfile(src_host, target)
-        except OSError as exc:
-            status = sh.fail(f"{tool}: '{dest}': {exc.strerror}")
+        landing = _landing(sh, src, dest_host, dest_is_dir, dest)
+        status = await _copy_one(sh, src, landing, recursive, budget) or status
+        if budget.exhausted:
+            break
     return status
-
-
-@command("cp")
-def _cp(sh: Shell, args: list[str]) -> int:
-    return _copy_or_move(sh, args, "cp")
 
 
 @command("mv")
 def _mv(sh: Shell, args: list[str]) -> int:
-    return _copy_or_move(sh, args, "mv")
+    _flags, paths = parse_flags(args, "fivnT")
+    if len(paths) < 2:
+        return sh.fail("mv: Needs 2 arguments")
+    *sources, dest = paths
+    try:
+        dest_host = sh.host(dest)
+    except OSError as exc:
+        return sh.fail(f"mv: '{dest}': {_why(exc)}")
+    dest_is_dir = os.path.isdir(dest_host)
+    if len(sources) > 1 and not dest_is_dir:
+        return sh.fail(f"mv: '{dest}' not directory")
+    status = 0
+    for src in sources:
+        try:
+            # rename() moves the entry itself: a symlink is moved as a link, never followed.
+            src_host = sh.host(src, follow=False)
+            os.lstat(src_host)
+            target = sh.host(_landing(sh, src, dest_host, dest_is_dir, dest), follow=False)
+            if sh.phone.root in (src_host, target):
+                raise PermissionError(errno.EBUSY, os.strerror(errno.EBUSY))
+            os.rename(src_host, target)
+        except OSError as exc:
+            status = sh.fail(f"mv: {src}: {_why(exc)}")
+    return status
 
 
 @command("chmod", "chown", "sync", "setenforce", "log", "am_ignore")
@@ -289,32 +379,31 @@ def _noop(sh: Shell, args: list[str]) -> int:
 def _md5sum(sh: Shell, args: list[str]) -> int:
     status = 0
     for path in [a for a in args if not a.startswith("-")]:
-        host = _host(sh, path)
-        if host is not None and os.path.isfile(host):
-            digest = hashlib.md5()
-            with open(host, "rb") as handle:
-                while chunk := handle.read(1 << 20):
+        try:
+            with rootfs.open_read(sh.host(path)) as handle:
+                digest = hashlib.md5()
+                while chunk := handle.read(rootfs.CHUNK):
                     digest.update(chunk)
             sh.out(f"{digest.hexdigest()}  {path}\n")
-        elif sh.device_abs(path) == U2_JAR:
-            # The uiautomator2 server is part of the simulated system image.
-            sh.out(f"{u2_jar_md5()}  {path}\n")
-        else:
-            status = sh.fail(f"md5sum: {path}: No such file or directory")
+        except FileNotFoundError:
+            if sh.device_abs(path) == U2_JAR:
+                # The uiautomator2 server is part of the simulated system image.
+                sh.out(f"{u2_jar_md5()}  {path}\n")
+            else:
+                status = sh.fail(f"md5sum: {path}: No such file or directory")
+        except OSError as exc:
+            status = sh.fail(f"md5sum: {path}: {_why(exc)}")
     return status
 
 
-@command("toybox")
-def _toybox(sh: Shell, args: list[str]) -> int:
+@async_command("toybox")
+async def _toybox(sh: Shell, args: list[str]) -> int:
     if not args:
         sh.out("md5sum cat ls mkdir rm echo df date getprop\n")
         return 0
-    from farm.sim.shell_core import COMMANDS
-
-    fn = COMMANDS.get(args[0])
-    if fn is None:
+    if args[0] not in COMMANDS and args[0] not in ASYNC_COMMANDS:
         return sh.fail(f"toybox: Unknown command {args[0]}", 1)
-    return fn(sh, args[1:])
+    return await sh.run_argv(args)
 
 
 def _df_rows(sh: Shell) -> list[tuple[str, int, int, str]]:

@@ -6,7 +6,8 @@ import datetime as dt
 import os
 import zoneinfo
 
-from farm.sim.phone import PathEscapeError, PhoneState
+from farm.sim import rootfs
+from farm.sim.phone import PhoneState
 from farm.sim.shell_core import Shell, async_command, command
 from farm.sim.shell_pm import Intent, dumpsys_package, parse_intent, query, short_component
 
@@ -345,9 +346,9 @@ def _screencap(sh: Shell, args: list[str]) -> int:
     png = sh.phone.ui.screenshot_png()
     if files:
         try:
-            with open(sh.host(files[-1]), "wb") as handle:
+            with rootfs.open_write(sh.host(files[-1])) as handle:
                 handle.write(png)
-        except (OSError, PathEscapeError):
+        except OSError:
             return sh.fail(f"Error opening file: {files[-1]} (No such file or directory)")
     else:
         sh.out(png)
@@ -368,10 +369,10 @@ def _uiautomator(sh: Shell, args: list[str]) -> int:
     else:
         try:
             host = sh.host(path)
-            os.makedirs(os.path.dirname(host), exist_ok=True)
-            with open(host, "w", encoding="utf-8") as handle:
-                handle.write(xml)
-        except (OSError, PathEscapeError):
+            os.makedirs(host.parent, exist_ok=True)
+            with rootfs.open_write(host) as handle:
+                handle.write(xml.encode("utf-8"))
+        except OSError:
             return sh.fail(f"ERROR: could not write {path}", 1)
     sh.out(f"UI hierchary dumped to: {path}\n")
     return 0

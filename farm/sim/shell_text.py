@@ -6,16 +6,9 @@ import asyncio
 import os
 import re
 
-from farm.sim.phone import PathEscapeError
+from farm.sim import rootfs
 from farm.sim.shell_core import Shell, async_command, command
 from farm.sim.shell_fs import parse_flags
-
-
-def _host(sh: Shell, path: str) -> str | None:
-    try:
-        return sh.host(path)
-    except PathEscapeError:
-        return None
 
 
 @command("grep")
@@ -27,13 +20,16 @@ def _grep(sh: Shell, args: list[str]) -> int:
     data = sh.stdin
     if files:
         chunks = []
+        room = sh.phone.profile.limits.copy_max_bytes
         for path in files:
-            host = _host(sh, path)
             try:
-                with open(host or "\0", "rb") as handle:
-                    chunks.append(handle.read())
-            except (OSError, ValueError):
-                sh.fail(f"grep: {path}: No such file or directory")
+                with rootfs.open_read(sh.host(path)) as handle:
+                    chunks.append(handle.read(room + 1))
+                room -= len(chunks[-1])
+                if room < 0:
+                    return sh.fail(f"grep: {path}: more than {sh.phone.profile.limits.copy_max_bytes} bytes", 2)
+            except OSError as exc:
+                sh.fail(f"grep: {path}: {exc.strerror}")
         data = b"".join(chunks)
     try:
         regex = re.compile(re.escape(pattern) if "F" in flags else pattern, re.IGNORECASE if "i" in flags else 0)
@@ -95,7 +91,10 @@ def _test(sh: Shell, args: list[str]) -> int:
         args = args[1:]
     result = False
     if len(args) == 2 and args[0] in ("-e", "-f", "-d", "-s"):
-        host = _host(sh, args[1])
+        try:
+            host = sh.host(args[1])
+        except OSError:
+            host = None
         if host is not None:
             result = {
                 "-e": os.path.exists,

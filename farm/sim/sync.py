@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+import secrets
 import stat as statmod
 import struct
+from pathlib import Path
+from typing import BinaryIO
 
+from farm.sim import rootfs
 from farm.sim.adbd import Stream
-from farm.sim.phone import PathEscapeError, PhoneState
+from farm.sim.phone import PhoneState
 
 CHUNK = 64 * 1024
 _REQ = struct.Struct("<4sI")
@@ -50,14 +54,11 @@ async def serve_sync(phone: PhoneState, stream: Stream) -> None:
             await stream.flush()
 
 
-def _host(phone: PhoneState, path: str) -> str:
-    return os.fspath(phone.host_path(path))
-
-
 def _stat_reply(phone: PhoneState, path: str) -> bytes:
+    """STAT (v1) is lstat, as adbd's do_lstat_v1: a symlink is reported, not followed."""
     try:
-        st = os.stat(_host(phone, path))
-    except (OSError, PathEscapeError):
+        st = os.lstat(phone.host_path(path, follow=False))
+    except OSError:
         return _STAT.pack(b"STAT", 0, 0, 0)
     return _STAT.pack(b"STAT", st.st_mode & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF, int(st.st_mtime))
 
@@ -70,10 +71,10 @@ def _v2_fields(st: os.stat_result) -> tuple[int, int, int, int, int, int, int, i
 def _stat2_reply(phone: PhoneState, path: str, follow: bool) -> bytes:
     """STA2 (stat) / LST2 (lstat): the 72-byte sync_stat_v2, errno set when missing."""
     try:
-        host = _host(phone, path)
-        st = os.stat(host) if follow else os.lstat(host)
-    except (OSError, PathEscapeError) as exc:
-        errno = exc.errno if isinstance(exc, OSError) and exc.errno else _ENOENT
+        # The resolved path holds no symlink (not even the last one when following): lstat is exact.
+        st = os.lstat(phone.host_path(path, follow=follow))
+    except OSError as exc:
+        errno = exc.errno or _ENOENT
         return _STAT2.pack(b"STA2", errno, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
     return _STAT2.pack(b"STA2", 0, *_v2_fields(st))
 
@@ -81,14 +82,15 @@ def _stat2_reply(phone: PhoneState, path: str, follow: bool) -> bytes:
 async def _list2(phone: PhoneState, stream: Stream, path: str) -> None:
     """LIS2: DNT2 entries (stat_v2 + name), then a zeroed DONE of the same size."""
     try:
-        host = _host(phone, path)
+        host = phone.host_path(path)
         entries = [(".", os.stat(host)), ("..", os.stat(host))]
-        for entry in os.scandir(host):
-            try:
-                entries.append((entry.name, entry.stat(follow_symlinks=False)))
-            except OSError:
-                continue
-    except (OSError, PathEscapeError):
+        with os.scandir(host) as found:
+            for entry in found:
+                try:
+                    entries.append((entry.name, entry.stat(follow_symlinks=False)))
+                except OSError:
+                    continue
+    except OSError:
         entries = []
     for name, st in entries:
         raw = name.encode("utf-8", "surrogateescape")
@@ -98,9 +100,10 @@ async def _list2(phone: PhoneState, stream: Stream, path: str) -> None:
 
 async def _list(phone: PhoneState, stream: Stream, path: str) -> None:
     try:
-        host = _host(phone, path)
-        entries = list(os.scandir(host))
-    except (OSError, PathEscapeError):
+        host = phone.host_path(path)
+        with os.scandir(host) as found:
+            entries = list(found)
+    except OSError:
         entries = []
     else:
         for name in (".", ".."):
@@ -128,15 +131,9 @@ async def _fail(stream: Stream, message: str) -> None:
 
 async def _recv(phone: PhoneState, stream: Stream, path: str) -> bool:
     try:
-        host = _host(phone, path)
-        if os.path.isdir(host):
-            raise IsADirectoryError(21, "Is a directory")
-        handle = open(host, "rb")  # noqa: SIM115 - streamed below
-    except PathEscapeError:
-        await _fail(stream, f"open failed: No such file or directory: {path}")
-        return True
+        handle = rootfs.open_read(phone.host_path(path))
     except OSError as exc:
-        await _fail(stream, f"open failed: {exc.strerror}")
+        await _fail(stream, f"open failed: {exc.strerror}: {path}")
         return True
     with handle:
         while chunk := handle.read(CHUNK):
@@ -153,22 +150,25 @@ async def _send(phone: PhoneState, stream: Stream, spec: str) -> bool:
         mode = int(mode_text)
     except ValueError:
         mode = 0o100644
+    limit = phone.profile.limits.push_max_bytes
     error: str | None = None
-    handle = None
-    tmp = ""
+    handle: BinaryIO | None = None
+    host: Path | None = None
+    tmp: Path | None = None
     try:
-        host = _host(phone, path)
-        if os.path.isdir(host):
+        # The last component is not followed: a pushed file replaces a symlink, never writes through it.
+        host = phone.host_path(path, follow=False)
+        if host == phone.root or os.path.isdir(host) and not os.path.islink(host):
             raise IsADirectoryError(21, "Is a directory")
-        os.makedirs(os.path.dirname(host), exist_ok=True)
-        tmp = host + ".farm-sync-tmp"
-        handle = open(tmp, "wb")  # noqa: SIM115 - closed below
-    except PathEscapeError:
-        error = f"couldn't create file: Permission denied: {path}"
+        os.makedirs(host.parent, exist_ok=True)
+        tmp = host.with_name(f".{host.name}.{secrets.token_hex(6)}.farm-sync-tmp")
+        handle = rootfs.open_write(tmp, exclusive=True)
     except OSError as exc:
-        error = f"couldn't create file: {exc.strerror}"
+        error = f"couldn't create file: {exc.strerror}: {path}"
     # Consume DATA… DONE even after an error so the stream stays in step.
     mtime = 0
+    size = 0
+    complete = False
     try:
         while True:
             ident, length = _REQ.unpack(await stream.read_exactly(8))
@@ -177,10 +177,16 @@ async def _send(phone: PhoneState, stream: Stream, spec: str) -> bool:
                     await _fail(stream, "data too large")
                     return False
                 data = await stream.read_exactly(length)
+                size += length
+                if handle is not None and size > limit:
+                    # Over the cap nothing more is written and nothing is kept; the rest is drained.
+                    handle.close()
+                    handle = None
+                    error = f"couldn't write file: File too large (over {limit} bytes, limits.push_max_bytes): {path}"
                 if handle is not None:
                     handle.write(data)
             elif ident == b"DONE":
-                mtime = length
+                mtime, complete = length, True
                 break
             else:
                 await _fail(stream, f"invalid data message {ident!r}")
@@ -188,16 +194,16 @@ async def _send(phone: PhoneState, stream: Stream, spec: str) -> bool:
     finally:
         if handle is not None:
             handle.close()
-    if error is not None:
-        if tmp:
+        if tmp is not None and (error is not None or not complete):
             _unlink(tmp)
-        await _fail(stream, error)
+    if error is not None or host is None or tmp is None:
+        await _fail(stream, error or "couldn't create file")
         return True
     try:
         os.chmod(tmp, statmod.S_IMODE(mode) or 0o644)
         os.replace(tmp, host)
         if mtime:
-            os.utime(host, (mtime, mtime))
+            os.utime(host, (mtime, mtime), follow_symlinks=False)
     except OSError as exc:
         _unlink(tmp)
         await _fail(stream, f"couldn't write file: {exc.strerror}")
@@ -206,7 +212,7 @@ async def _send(phone: PhoneState, stream: Stream, spec: str) -> bool:
     return True
 
 
-def _unlink(path: str) -> None:
+def _unlink(path: Path) -> None:
     try:
         os.unlink(path)
     except OSError:

@@ -27,7 +27,8 @@ class SweepIdentity:
     config: str
     """SHA-256 of farm.yaml as used (credentials removed)."""
     options: str
-    """The sweep's options as canonical JSON (spread, repeats, executor, agent options…)."""
+    """SHA-256 of the sweep's options as canonical JSON (spread, repeats, executor, agent options…): a hash,
+    since an option may hold a credential (a `--base-url` with user-info)."""
 
     def meta(self) -> dict[str, str]:
         """Journal `meta` rows."""
@@ -46,5 +47,5 @@ def sweep_identity(
         code=f"{code.git_commit or 'no-git'}+{code.diff_sha256 or 'clean'}",
         tasks=_sha(json.dumps(sorted(tasks))),
         config=_sha(json.dumps(config, sort_keys=True, ensure_ascii=False)),
-        options=json.dumps(options, sort_keys=True, ensure_ascii=False),
+        options=_sha(json.dumps(options, sort_keys=True, ensure_ascii=False)),
     )

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from farm.errors import FarmError
 from farm.manifest import utc_now
+from farm.redact import redact_argv
 
 LOCK_NAME = ".sweep.lock"
 # A holder record is a few hundred bytes; anything far larger is not one of ours.
@@ -88,7 +89,7 @@ def current_holder(*, run_id: str, label: str | None, command: Sequence[str] | N
         run_id=run_id,
         label=label,
         started_at=utc_now(),
-        command=list(sys.argv if command is None else command),
+        command=redact_argv(list(sys.argv if command is None else command)),
     )
 
 

@@ -18,12 +18,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from farm import manifest as mf
 from farm.android import devices, health
 from farm.android.executor import Executor, NullProgress, ProgressSink, ResolvedTask
 from farm.android.health import phone_labels
 from farm.android.options import RunOptions
-from farm.android.phone_records import summary_source
 from farm.android.prepare import PhoneFacts, Resolver, installed_packages, prepare, signed_in
 from farm.config import FarmConfig
 from farm.errors import FarmError
@@ -213,12 +211,8 @@ class Dispatcher:
         """Run a batch of units; False when the phone was quarantined (its worker stops)."""
         done = run_units(batch, slot, self.executor, self.opts, run_id=self.run_id, run_dir=self.run_dir,
                          execution=self.execution, progress=self.sinks.get(slot.serial, NullProgress()))
-        source = summary_source(done.tree, self.run_dir, slot.serial)
         with self._append_lock:
             self.notes += [f"{slot.label}: pull refused {entry}" for entry in done.pull_refused]
-            if source is not None:
-                # Named before the records: the reports read re-judgements only from named files.
-                mf.add_lane(self.run_dir, mf.LaneEntry(lane="android", override_sources=[source]))
         alive = True
         for lease, result in zip(batch, done.units, strict=True):
             alive = self._settle(lease, result, slot) and alive

@@ -22,6 +22,7 @@ from farm.android.progress import PhoneProgress, make_progress
 from farm.config import load_config
 from farm.errors import FarmError
 from farm.names import check_name
+from farm.redact import REDACTED, redact
 from farm.results.normalise import Context, error_record
 from farm.results.record import Execution, Record
 from farm.results.store import RECORDS_FILE, ReadProblems, append_records, iter_records, new_records
@@ -33,6 +34,7 @@ from farm.sweep.lock import farm_lock, lock_path
 from farm.sweep.plan import PlannedSkip, history_estimates, plan_units
 from farm.sweep.request import EXIT_BELOW, EXIT_OK, EXIT_UNFINISHED, SweepRequest
 from farm.sweep.runner import Dispatcher, Fleet, gather_fleet
+from farm.sweep.unit_run import summary_sources
 from farm.taskset.loader import LoadedTask
 from farm.taskset.rules import select_valid_tasks
 
@@ -177,7 +179,9 @@ class Sweep:
         skipped, _dup = new_records(run_dir / RECORDS_FILE, [self._skip(run_id, by_id[s.task_id], s, opts)
                                                              for s in skips])
         append_records(run_dir / RECORDS_FILE, skipped)
-        journal = Journal.create(run_dir, {**self._identity(tasks), "request": _request_json(req)}, units)
+        # The journal is on disk like the manifest: the request goes there without credentials too.
+        request = json.dumps(redact(json.loads(_request_json(req))), sort_keys=True)
+        journal = Journal.create(run_dir, {**self._identity(tasks), "request": request}, units)
         if req.retry_from:
             self._reuse(journal, run_dir, req.retry_from, tasks)
         return self._dispatch(journal, run_dir, run_id, tasks, fleet, opts)
@@ -194,6 +198,9 @@ class Sweep:
         if saved is None:
             raise FarmError(f"{run_dir}: nothing to resume there",
                             hint="only a run started by `farm run` or `farm sweep` can be resumed")
+        if REDACTED in json.dumps(saved):
+            raise FarmError(f"{run_id}: cannot resume: its options held a credential, which was not kept",
+                            hint=f"start a new run that reuses its finished units: --retry-from {run_id} --run-id NEW")
         self.req = _request_from(json.dumps(saved), self.req)
         self.executor = load_executor(self.req.executor, self.cfg, self.req.host)
         if not is_complete(run_dir):
@@ -335,10 +342,15 @@ class Sweep:
 
         unfinished = counts["unfinished"] + counts["pending"] + counts["leased"]
 
+        sources = summary_sources(run_dir)
+
         def change(m: mf.Manifest) -> None:
             m.notes += notes + [f"quarantined {serial}: {'; '.join(why)}" for serial, why in quarantined.items()]
             m.status = "interrupted" if interrupted else "finished"
             m.finished_at = None if interrupted else mf.utc_now()
+            # Named once, before the reports: they read re-judgements only from named files.
+            known = {(s.path, s.device) for s in m.lanes[0].override_sources}
+            m.lanes[0].override_sources += [s for s in sources if (s.path, s.device) not in known]
 
         # The status first: the reports' headline reads it.
         mf.update(run_dir, change)

@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from farm import manifest as mf
 from farm.android.bundle import bundle_device_path
 from farm.android.executor import Executor, ExecutorName, ExecutorOutcome, PhoneJob, ProgressSink, ResolvedTask
 from farm.android.options import RunOptions
 from farm.android.paths import sanitise_serial
-from farm.android.phone_records import phone_records
+from farm.android.phone_records import phone_records, summary_source
 from farm.android.prepare import Prepared
 from farm.errors import FarmError
 from farm.fsutil import atomic_write_text
@@ -174,3 +175,14 @@ def read_batch_file(tree: Path) -> BatchFile | None:
         return BatchFile.model_validate_json((tree / BATCH_FILE).read_bytes())
     except (OSError, ValueError):
         return None
+
+
+def summary_sources(run_dir: Path) -> list[mf.OverrideSource]:
+    """Every try tree's `summary.md` (the agent's summary, where people write re-judgements), with its phone."""
+    sources = []
+    for marker in sorted(run_dir.glob(f"android/*/units/*/{BATCH_FILE}")):
+        batch = read_batch_file(marker.parent)
+        source = summary_source(marker.parent, run_dir, batch.serial) if batch is not None else None
+        if source is not None:
+            sources.append(source)
+    return sources

@@ -228,7 +228,8 @@ def test_hostile_names_are_refused_and_nothing_is_written_outside_runs(virtual_f
         assert name in refused
     after = {p for p in tmp_path.rglob("*") if "runs" not in p.relative_to(tmp_path).parts}
     assert after == before
-    assert not list(tmp_path.parent.rglob("*outside.txt"))
+    assert not [p for p in tmp_path.rglob("*outside.txt") if "runs" not in p.relative_to(tmp_path).parts]
+    assert not (tmp_path.parent / "outside.txt").exists()
     assert not any(p.is_symlink() for p in result.run_dir.rglob("*"))
     assert phone_score_lines(result.run_dir, result.phones[0].serial)
     notes = json.loads((result.run_dir / "manifest.json").read_text())["notes"]

@@ -82,3 +82,59 @@ def test_json_lines_that_are_not_records_are_damaged_too(tmp_path: Path) -> None
     assert aggregate([run_dir]).data.warnings == [
         "r/records.jsonl:2: corrupt record line skipped", "r/records.jsonl:5: corrupt record line skipped",
     ]
+
+
+def _huge_tokens_run(tmp_path: Path) -> Path:
+    from farm.results.record import Tokens
+
+    recs = [record(t, run="r", tokens=Tokens(input_new=1, cache_read=2, cache_write=3, output=4)) for t in "abc"]
+    run_dir = write_run(tmp_path, "r", recs, [("SER1", "Pixel 8")])
+    path = run_dir / RECORDS_FILE
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert '"output":4' in lines[1]
+    lines[1] = lines[1].replace('"output":4', '"output":' + str(10**30))
+    path.write_text("".join(lines), encoding="utf-8")
+    return run_dir
+
+
+def test_a_token_count_beyond_64_bits_does_not_refuse_the_query(tmp_path: Path) -> None:
+    run_dir = _huge_tokens_run(tmp_path)
+    names, rows = duck.query(duck.query_connection([run_dir]), "SELECT task_id, tokens FROM records ORDER BY 1")
+    # The other lines keep every count; the out-of-range one is unknown (null), never a wrapped number.
+    assert rows == [
+        ("a", {"input_new": 1, "cache_read": 2, "cache_write": 3, "output": 4}),
+        ("b", {"input_new": 1, "cache_read": 2, "cache_write": 3, "output": None}),
+        ("c", {"input_new": 1, "cache_read": 2, "cache_write": 3, "output": 4}),
+    ]
+
+
+def test_a_token_count_beyond_64_bits_does_not_refuse_the_reports(tmp_path: Path) -> None:
+    run_dir = _huge_tokens_run(tmp_path)
+    d = aggregate([run_dir]).data
+    assert (d.overall.planned, d.overall.passed) == (3, 3)
+
+
+def test_an_object_missing_a_field_no_record_lacks_is_a_damaged_line(tmp_path: Path) -> None:
+    # Readers sort and group by the unit and the verdict: such a row must not reach them.
+    run_dir = _run(tmp_path, middle='{"run": "r", "task_id": "x"}\n')
+    d = aggregate([run_dir]).data
+    assert d.warnings == ["r/records.jsonl:2: corrupt record line skipped"]
+    assert (d.overall.planned, d.overall.passed) == (3, 2)
+
+
+def test_a_required_field_of_the_wrong_type_is_a_damaged_line_in_the_query(tmp_path: Path) -> None:
+    bad = record("z", run="r").model_dump_json().replace('"passed":true', '"passed":[1]')
+    assert '"passed":[1]' in bad
+    run_dir = _run(tmp_path, tail=bad + "\n")
+    names, rows = duck.query(duck.query_connection([run_dir]), "SELECT string_agg(task_id, ',' ORDER BY task_id)"
+                             " FROM records")
+    assert rows == [("a,b,c",)]
+    ((_, damage),) = duck.damaged_lines([run_dir])
+    assert (damage.total, damage.lines) == (1, [4])
+
+
+def test_every_required_field_of_the_record_model_is_checked() -> None:
+    from farm.results.record import Record
+
+    required = {name for name, f in Record.model_fields.items() if f.is_required()}
+    assert set(duck.REQUIRED) == required

@@ -7,6 +7,7 @@ import zoneinfo
 from pathlib import Path
 
 import adbutils
+import pytest
 
 from farm.sim.launcher import SimPhone
 from farm.sim.profile import default_profile
@@ -258,13 +259,13 @@ def test_host_path_refuses_escapes(tmp_path: Path) -> None:
     phone = PhoneState(root=tmp_path / "phone")
     assert phone.host_path("/storage/emulated/0/DCIM") == phone.root / "sdcard" / "DCIM"
     assert phone.host_path("/../../etc/passwd") == phone.root / "etc" / "passwd"
+    # An absolute link target is a device path: it names the phone's own /tmp, never the host's.
     (phone.root / "sdcard" / "out").symlink_to(tmp_path)
-    try:
-        phone.host_path("/sdcard/out/x")
-    except PathEscapeError:
-        pass
-    else:
-        raise AssertionError("a symlink out of the root must be refused")
+    landed = phone.host_path("/sdcard/out/x")
+    assert landed == phone.root / tmp_path.relative_to("/") / "x"
+    (phone.root / "sdcard" / "up").symlink_to("../../..")
+    with pytest.raises(PathEscapeError):
+        phone.host_path("/sdcard/up/x")
 
 
 def test_export_and_exec_as_adb_logcat_uses_them(virtual_phone: SimPhone) -> None:

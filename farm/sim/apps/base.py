@@ -12,7 +12,6 @@ import json
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
@@ -295,24 +294,21 @@ class App:
         return f"{self.package}:id/{name}"
 
     # persistence --------------------------------------------------------------------------------
-    def _store_path(self, name: str) -> Path:
-        return self.phone.host_path(f"/data/data/{self.package}/files/{name}.json")
+    def _store_path(self, name: str) -> str:
+        # A device path: every access goes through the phone's resolver, so nothing the shell moved
+        # into the app's directory (a symlink, a FIFO) can lead the app out of the phone.
+        return f"/data/data/{self.package}/files/{name}.json"
 
     def load(self, name: str, default: Any) -> Any:
         """Persisted JSON value `name`, or `default` when never saved."""
-        path = self._store_path(name)
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
+            return json.loads(self.phone.read_text(self._store_path(name)))
         except (OSError, ValueError):
             return copy.deepcopy(default)
 
     def save(self, name: str, value: Any) -> None:
         """Persist a JSON value (atomically: write a temp file, then rename)."""
-        path = self._store_path(name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(value, ensure_ascii=False, indent=1), encoding="utf-8")
-        tmp.replace(path)
+        self.phone.write_atomic(self._store_path(name), json.dumps(value, ensure_ascii=False, indent=1))
 
 
 def new_id() -> str:

@@ -81,7 +81,10 @@ class FilesApp(App):
         if not name:
             return
         try:
-            target = self.phone.host_path(posixpath.join(self.cwd, name))
+            # The entry itself: a symlink is removed, never the directory it points to.
+            target = self.phone.host_path(posixpath.join(self.cwd, name), follow=False)
+            if target == self.phone.root:
+                raise PermissionError(name)
             if target.is_dir() and not target.is_symlink():
                 shutil.rmtree(target)
             else:

@@ -12,8 +12,9 @@ import os
 import random
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from farm.sim import rootfs
 
 if TYPE_CHECKING:
     from farm.sim.phone import PhoneState
@@ -76,11 +77,11 @@ def select(tasks: list[dict[str, Any]], opts: EvalOptions) -> list[dict[str, Any
     return out
 
 
-def _signed_in(phone: PhoneState, files_dir: Path) -> set[str]:
+def _signed_in(phone: PhoneState, files_dir: str) -> set[str]:
     names = set(phone.profile.signed_in)
     try:
-        names |= {line.strip() for line in (files_dir / "eval" / "logged-in.txt").read_text().splitlines()}
-    except OSError:
+        names |= {line.strip() for line in phone.read_text(f"{files_dir}/eval/logged-in.txt").splitlines()}
+    except (OSError, ValueError):
         pass
     return names
 
@@ -95,7 +96,7 @@ def _unmet(phone: PhoneState, task: dict[str, Any], signed_in: set[str]) -> str 
     return None
 
 
-def attempt(phone: PhoneState, task: dict[str, Any], opts: EvalOptions, files_dir: Path) -> Attempt:
+def attempt(phone: PhoneState, task: dict[str, Any], opts: EvalOptions, files_dir: str) -> Attempt:
     """Decide (deterministically) how the simulated agent does on `task`."""
     agent = phone.profile.agent
     tid = str(task.get("id", ""))
@@ -192,7 +193,7 @@ def leave_marker(phone: PhoneState, task: dict[str, Any], marker: str) -> str | 
         events = app.events() if isinstance(app, CalendarApp) else []
         app.save("events", [*events, {"id": key, "title": marker, "when": when}])
     elif package == "com.android.documentsui":
-        phone.host_path(f"/sdcard/{marker}").mkdir(parents=True, exist_ok=True)
+        phone.makedirs(f"/sdcard/{marker}")
     elif package == "dev.agentfarm.notes" or package not in ("dev.agentfarm.messenger", "dev.agentfarm.shop"):
         package = "dev.agentfarm.notes" if phone.profile.package("dev.agentfarm.notes") else package
         notes = app_class(package)(phone.ui)
@@ -235,10 +236,12 @@ class EvalTree:
         self.phone = phone
         self.opts = opts
         pkg = phone.profile.agent.package
-        self.files_dir = phone.host_path(phone.external_files_dir(pkg))
-        self.dir = self.files_dir / "eval" / opts.run
-        self.dir.mkdir(parents=True, exist_ok=True)
-        (self.dir / "scores.jsonl").write_text("", encoding="utf-8")
+        # Device paths, resolved at every write: the run name comes from the command line and the shell
+        # may move things (symlinks included) into the tree while the run goes on.
+        self.files_dir = phone.external_files_dir(pkg)
+        self.dir = phone.canonical(f"{self.files_dir}/eval/{opts.run}")
+        phone.makedirs(self.dir)
+        phone.write_atomic(f"{self.dir}/scores.jsonl", "")
         self.records: list[dict[str, Any]] = []
         self.clock = datetime.now(UTC)
 
@@ -248,12 +251,10 @@ class EvalTree:
         self.clock = start + timedelta(seconds=att.sim_seconds)
         rec = {**att.record, "startedAt": _iso(start), "endedAt": _iso(self.clock)}
         self.records.append(rec)
-        with (self.dir / "scores.jsonl").open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-        run_dir = self.dir / rec["id"] / "run"
-        run_dir.mkdir(parents=True, exist_ok=True)
-        _atomic(run_dir / "steps.jsonl", "".join(json.dumps(s, ensure_ascii=False) + "\n"
-                                                  for s in self._steps(att, start)))
+        self.phone.append(f"{self.dir}/scores.jsonl", json.dumps(rec, ensure_ascii=False) + "\n")
+        run_dir = self.phone.canonical(f"{self.dir}/{rec['id']}/run")
+        self.phone.write_atomic(f"{run_dir}/steps.jsonl", "".join(json.dumps(s, ensure_ascii=False) + "\n"
+                                                                 for s in self._steps(att, start)))
         goal = str(att.task.get("goal") or "")
         if self.opts.channel == "web" and not goal.startswith("用网页"):
             goal = "用网页" + goal  # seed 003: a forced web channel prefixes the goal
@@ -261,10 +262,10 @@ class EvalTree:
                  "options": {"split": self.opts.split, "set": self.opts.eval_set, "channel": self.opts.channel,
                              "onTakeover": self.opts.on_takeover, "flags": self.opts.flags,
                              "learnSkills": self.opts.learn_skills, "memory": self.opts.memory}}
-        _atomic(run_dir / "final.json", json.dumps(final, ensure_ascii=False, indent=1))
-        _atomic(self.dir / "metrics.json", json.dumps({r["id"]: r["metrics"] for r in self.records},
-                                                       ensure_ascii=False, indent=1))
-        _atomic(self.dir / "summary.md", self.summary())
+        self.phone.write_atomic(f"{run_dir}/final.json", json.dumps(final, ensure_ascii=False, indent=1))
+        self.phone.write_atomic(f"{self.dir}/metrics.json", json.dumps(
+            {r["id"]: r["metrics"] for r in self.records}, ensure_ascii=False, indent=1))
+        self.phone.write_atomic(f"{self.dir}/summary.md", self.summary())
 
     def _steps(self, att: Attempt, start: datetime) -> list[dict[str, Any]]:
         rec = att.record
@@ -324,17 +325,14 @@ class EvalTree:
 
     def make_hostile(self) -> None:
         """Names a real eval tree must never contain (the puller has to refuse or contain them)."""
-        d = self.dir
-        for name, target in (("etc-link", "/etc"), ("up-link", "../../../../../../../../..")):
-            link = d / name
-            if not link.is_symlink():
-                os.symlink(target, link)
-        (d / "..\\..\\outside.txt").write_text("written with a backslash path\n", encoding="utf-8")
-        (d / "bad\nname.txt").write_text("newline in the name\n", encoding="utf-8")
-        dotdot = d / "dotdot-dir"
-        if not dotdot.is_symlink():
-            os.symlink("..", dotdot)
-        with (d / "huge.bin").open("wb") as fh:
+        d = self.phone.host_path(self.dir)
+        for name, target in (("etc-link", "/etc"), ("up-link", "../../../../../../../../.."),
+                             ("dotdot-dir", "..")):
+            if not (d / name).is_symlink():
+                os.symlink(target, d / name)
+        self.phone.write_atomic(f"{self.dir}/..\\..\\outside.txt", "written with a backslash path\n")
+        self.phone.write_atomic(f"{self.dir}/bad\nname.txt", "newline in the name\n")
+        with rootfs.open_write(self.phone.host_path(f"{self.dir}/huge.bin")) as fh:
             fh.truncate(5 * 1024**3)
 
 
@@ -342,7 +340,3 @@ def _iso(when: datetime) -> str:
     return when.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
