@@ -40,14 +40,23 @@ class FoundPhone:
     """A phone listed by an adb server."""
 
     serial: str
+    """The phone's name in this farm: its adb serial, or `<serial>@<host:port>` when other adb servers list
+    a different phone under the same serial (two hosts' `emulator-5554`)."""
     server: AdbServer
     state: str
     """adb state: device, offline, unauthorized…"""
     client: AdbClient
+    adb_serial: str = ""
+    """The serial its adb server knows it by, when `serial` is qualified."""
+
+    @property
+    def on_server(self) -> str:
+        """The serial its adb server knows it by."""
+        return self.adb_serial or self.serial
 
     def device(self) -> AdbDevice:
         """adbutils handle of this phone on its server."""
-        return self.client.device(self.serial)
+        return self.client.device(self.on_server)
 
 
 def discover(cfg: FarmConfig, *, unreachable: list[str] | None = None) -> list[FoundPhone]:

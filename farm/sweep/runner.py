@@ -48,20 +48,48 @@ class Fleet:
     unreachable: list[str] = field(default_factory=list)
     """adb servers that did not answer (`host:port: why`)."""
     duplicates: list[str] = field(default_factory=list)
-    """Serials listed by more than one adb server: only the first server's phone is used (`serial: servers`)."""
+    """Serials listed by more than one adb server, and what was made of them (one phone, or several named apart)."""
 
 
-def _unique(found: list[devices.FoundPhone], duplicates: list[str]) -> list[devices.FoundPhone]:
-    """One phone per serial. Two servers listing one serial are one network phone connected from two hosts, or
-    two emulators that share a name; either way units and records key phones by serial, so the first wins."""
-    first: dict[str, devices.FoundPhone] = {}
+def hardware_id(phone: devices.FoundPhone) -> str | None:
+    """What tells two phones apart whatever adb calls them: `ro.serialno` and the android_id (None when the
+    phone cannot be asked)."""
+    if phone.state != "device":
+        return None
+    try:
+        out = devices.shell(phone.device(), ["sh", "-c", "getprop ro.serialno; settings get secure android_id"],
+                            timeout=10)
+    except Exception:  # noqa: BLE001 - a phone that cannot answer is told apart by its server
+        return None
+    ident = " ".join(out.split())
+    return ident or None
+
+
+def _unique(
+    found: list[devices.FoundPhone], notes: list[str],
+    identity: Callable[[devices.FoundPhone], str | None] = hardware_id,
+) -> list[devices.FoundPhone]:
+    """One entry per phone. A serial listed by several adb servers is either one network phone connected from
+    several hosts (same hardware: the first server's listing is used) or different phones that share a name
+    (two hosts' `emulator-5554`: each is named `<serial>@<host:port>`, so units and records keep them apart)."""
+    by_serial: dict[str, list[devices.FoundPhone]] = {}
     for phone in found:
-        if phone.serial in first:
-            duplicates.append(f"{phone.serial}: listed by {first[phone.serial].server.address()} and "
-                              f"{phone.server.address()}; only the first is used")
+        by_serial.setdefault(phone.serial, []).append(phone)
+    out: list[devices.FoundPhone] = []
+    for serial, listings in by_serial.items():
+        if len(listings) == 1:
+            out += listings
             continue
-        first[phone.serial] = phone
-    return list(first.values())
+        servers = ", ".join(p.server.address() for p in listings)
+        idents = [identity(p) for p in listings]
+        if idents[0] is not None and all(i == idents[0] for i in idents):
+            notes.append(f"{serial}: listed by {servers}; one phone (same hardware), the first server's is used")
+            out.append(listings[0])
+            continue
+        named = [replace(p, serial=f"{serial}@{p.server.address()}", adb_serial=serial) for p in listings]
+        notes.append(f"{serial}: different phones on {servers}; named {', '.join(p.serial for p in named)}")
+        out += named
+    return out
 
 
 def gather_fleet(
@@ -89,7 +117,7 @@ def gather_fleet(
     def resolve(phone: devices.FoundPhone) -> tuple[PhoneSlot, PhonePlan] | None:
         device = phone.device()
         try:
-            facts = PhoneFacts(installed_packages(device), signed_in(device, phone.serial, cfg, opts.profile))
+            facts = PhoneFacts(installed_packages(device), signed_in(device, phone.on_server, cfg, opts.profile))
             resolver = Resolver(device, facts, catalogue, run=run_id, allow_irreversible=opts.agent.allow_irreversible)
             prepared = prepare(resolver, tasks)
         except Exception as exc:  # noqa: BLE001 - a phone that cannot be prepared is left out, the others go on
