@@ -80,7 +80,8 @@ def headline_notes(data: ReportData, esc: Callable[[object], str] = _plain) -> l
     out = []
     if data.unfinished_runs:
         out.append(f"Not finished: {', '.join(esc(r) for r in data.unfinished_runs)} — these numbers cover only the"
-                   " units recorded so far (a stopped sweep continues with `farm sweep --resume RUN`).")
+                   " units recorded so far (a stopped run continues with `farm run --resume RUN`, a sweep with"
+                   " `farm sweep --resume RUN`).")
     out += [f"See also: {esc(link)}" for link in data.links]
     if data.disagreements_total:
         n = data.disagreements_total
@@ -125,6 +126,10 @@ def render_markdown(data: ReportData) -> str:
     lines += ["", "## Headline", "", headline_text(data.overall)]
     if notes := headline_notes(data, md_text):
         lines += ["", *notes]
+    if data.left_out:
+        lines += ["", f"## Phones left out ({len(data.left_out)})", "", "Not used, so not in these numbers.", "",
+                  "| run | phone | reason |", "|---|---|---|"]
+        lines += [f"| {md_text(r.run)} | {md_text(r.device)} | {md_text(r.reason)} |" for r in data.left_out]
     lines += ["", "## Overall", "", *rate_table([data.overall], "group"), ""]
     lines += ["## By category", "", *rate_table(data.by_category, "category"), ""]
     lines += ["## By partition", "", *rate_table(data.by_partition, "partition"), ""]
@@ -225,4 +230,10 @@ def render_markdown(data: ReportData) -> str:
             f"Difference B − A: {pct(c.diff)} (paired bootstrap 95% CI {ci}, {c.resamples} resamples, seed {c.seed});"
             f" exact McNemar p = {c.mcnemar_p:.4g}.",
         ]
+    if data.notes:
+        lines += ["", f"## Run notes ({data.notes_total})", "",
+                  "What the run recorded on the way: quarantines, refused pull entries, unreachable adb servers.", ""]
+        lines += [f"- {md_text(n)}" for n in data.notes]
+        if data.notes_total > len(data.notes):
+            lines.append(f"- … {data.notes_total - len(data.notes)} more in the run's manifest.json")
     return "\n".join(lines) + "\n"

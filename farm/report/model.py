@@ -56,6 +56,17 @@ class SkipRow(_M):
     """Repeat index."""
 
 
+class LeftOutRow(_M):
+    """A phone a run found but did not use, and why (the health gate, or it could not be prepared)."""
+
+    run: str
+    """Run id."""
+    device: str
+    """Device label."""
+    reason: str
+    """Why it was left out."""
+
+
 class TaskRow(_M):
     """The verdict of one task on one phone (junit, csv, per-task tables)."""
 
@@ -311,6 +322,13 @@ class ReportData(_M):
     """Why attempts that did not pass ended (max_steps, timeout…), most frequent first; unrecorded ones apart."""
     end_reason_unrecorded: int = 0
     """Attempts that did not pass and did not say why they ended."""
+    left_out: list[LeftOutRow] = Field(default_factory=list)
+    """Phones found but not used, with the reason: the numbers do not cover them."""
+    notes: list[str] = Field(default_factory=list)
+    """The runs' own notes (quarantines, refused pull entries, unreachable adb servers…), serials replaced by
+    device labels (first rows)."""
+    notes_total: int = 0
+    """All such notes."""
     instances: bool = False
     """Some unit has a task instance: unit names show it."""
     repeats: bool = False

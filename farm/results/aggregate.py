@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +13,7 @@ from farm.report.model import (
     Comparison,
     CountRow,
     DisagreementRow,
+    LeftOutRow,
     MarkerRow,
     RateRow,
     ReportData,
@@ -337,13 +339,41 @@ def aggregate(
         end_reason_unrecorded=unrecorded,
         instances=counts.instances,
         repeats=counts.repeats,
+        left_out=[
+            LeftOutRow(run=run, device=labels.get(serial, "device"), reason=_unserial(reason or "", labels))
+            for run, serial, reason in con.execute(
+                "SELECT run, serial, reason FROM devices WHERE status = 'left_out' ORDER BY run, serial").fetchall()
+        ],
     )
+    notes = run_notes(run_dirs, labels)
+    data.notes, data.notes_total = notes[:LIST_CAP], len(notes)
     agg = Aggregation(
         con=con, labels=labels, data=data, run_dirs=run_dirs, ordered=source.ordered,
         scan_ordered=source.ordered and not fin.join,
     )
     data.failures = list(agg.task_rows(f"{_NOT_SKIPPED} AND NOT final", LIST_CAP))
     return agg
+
+
+def _unserial(text: str, labels: dict[str, str]) -> str:
+    """`text` with every serial (also in its file-name form, `:` as `_`) replaced by its device label."""
+    for serial in sorted(labels, key=len, reverse=True):
+        if serial != labels[serial]:
+            text = text.replace(serial, labels[serial]).replace(serial.replace(":", "_"), labels[serial])
+    return text
+
+
+def run_notes(run_dirs: Sequence[Path], labels: dict[str, str]) -> list[str]:
+    """Each run's manifest notes (`run: note` when there are two runs), serials replaced by device labels."""
+    out: list[str] = []
+    for run_dir in run_dirs:
+        try:
+            notes = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8")).get("notes") or []
+        except (OSError, ValueError, AttributeError, RecursionError):
+            continue  # the manifest's own problems are the runs table's to report
+        prefix = f"{run_dir.name}: " if len(run_dirs) > 1 else ""
+        out += [prefix + _unserial(str(note), labels) for note in notes]
+    return out
 
 
 def _not_passed(con: duckdb.DuckDBPyConnection) -> tuple[list[CountRow], list[CountRow], int]:

@@ -61,9 +61,9 @@ def collect_leased(
             refused += pull_tree(slot.device, opts.profile.eval_dir(batch.device_run), tree, limits).refused
         tasks = [slot.resolved[lease.task_id] for lease in mine]
         ended = ExecutorOutcome(unfinished=[t.id for t in tasks], infrastructure_error=STOPPED, pulled=True)
-        for lease, result in zip(mine, score_units(mine, slot, tasks, ended, tree, executor=executor, opts=opts,
-                                                   run_id=run_id, run_dir=run_dir, execution=execution),
-                                 strict=True):
+        results, _rejected = score_units(mine, slot, tasks, ended, tree, executor=executor, opts=opts, run_id=run_id,
+                                         run_dir=run_dir, execution=execution)
+        for lease, result in zip(mine, results, strict=True):
             if result.infra:
                 continue
             # The record first: a crash between the two is reconciled from records.jsonl on the next resume.

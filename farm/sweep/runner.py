@@ -241,6 +241,7 @@ class Dispatcher:
                          execution=self.execution, progress=self.sinks.get(slot.serial, NullProgress()))
         with self._append_lock:
             self.notes += [f"{slot.label}: pull refused {entry}" for entry in done.pull_refused]
+            self.notes += [f"{slot.label}: scores line not taken: {why}" for why in done.rejected]
         alive = True
         for lease, result in zip(batch, done.units, strict=True):
             alive = self._settle(lease, result, slot) and alive

@@ -63,6 +63,9 @@ class BatchResult:
     """In lease order."""
     pull_refused: list[str]
     """Entries of the phone's tree the pull refused (`path: why`)."""
+    rejected: list[str]
+    """Lines of the tree's scores.jsonl that were not taken (`scores.jsonl:N: why`, or a task this job did not
+    run)."""
     tree: Path
     """The batch's eval tree on the host."""
 
@@ -104,23 +107,29 @@ def run_units(
     except Exception as exc:  # noqa: BLE001 - a unit's failure must not stop the phone's worker
         text = exc.line() if isinstance(exc, FarmError) else f"{type(exc).__name__}: {exc}"
         outcome = ExecutorOutcome(unfinished=ids, infrastructure_error=text)
-    results = score_units(leases, slot, tasks, outcome, raw, executor=executor.name, opts=opts, run_id=run_id,
-                          run_dir=run_dir, execution=execution)
-    return BatchResult(results, list(outcome.pull_refused), raw)
+    results, rejected = score_units(leases, slot, tasks, outcome, raw, executor=executor.name, opts=opts,
+                                    run_id=run_id, run_dir=run_dir, execution=execution)
+    return BatchResult(results, list(outcome.pull_refused), rejected, raw)
 
 
 def score_units(
     leases: list[Lease], slot: PhoneSlot, tasks: list[ResolvedTask], outcome: ExecutorOutcome, raw: Path, *,
     executor: ExecutorName, opts: RunOptions, run_id: str, run_dir: Path, execution: Execution,
-) -> list[UnitResult]:
-    """Each leased unit's record from a try's tree (`raw`) and how its executor job ended, in lease order."""
+) -> tuple[list[UnitResult], list[str]]:
+    """Each leased unit's record from a try's tree (`raw`) and how its executor job ended, in lease order;
+    and the tree's scores lines that were not taken (rejected, or for a task this job did not run)."""
     ctx = Context(
         run=run_id, device=slot.serial, split=opts.agent.split, executor=executor, execution=execution,
         categories={rt.id: rt.directory for rt in tasks},
     )
     # phone_records names each try's run record (`<try>/<id>/run/`) as the record's evidence.
-    records, _problems = phone_records(ctx, Prepared(tasks=tasks), outcome, raw, execution, run_dir)
-    by_task = {r.task_id: r for r in records}
+    records, problems = phone_records(ctx, Prepared(tasks=tasks), outcome, raw, execution, run_dir)
+    ran = {rt.id for rt in tasks}
+    # A rejected line is named once (in `problems`), not again as a line for a task this try did not run.
+    named = {p.split(": ", 1)[0] for p in problems}
+    problems += [f"{r.source or 'scores.jsonl'}: a line for {r.task_id!r}, which this try did not run"
+                 for r in records if r.task_id not in ran and r.source not in named]
+    by_task = {r.task_id: r for r in records if r.task_id in ran}
     results = []
     for lease in leases:
         record = by_task[lease.task_id].model_copy(update={
@@ -128,7 +137,7 @@ def score_units(
             "extra": {**by_task[lease.task_id].extra, "unit": lease.unit_id},
         })
         results.append(UnitResult(record, infra=record.outcome == "error"))
-    return results
+    return results, problems
 
 
 BATCH_FILE = "units.json"

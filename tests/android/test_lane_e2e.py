@@ -231,9 +231,24 @@ def test_hostile_names_are_refused_and_nothing_is_written_outside_runs(virtual_f
     assert not [p for p in tmp_path.rglob("*outside.txt") if "runs" not in p.relative_to(tmp_path).parts]
     assert not (tmp_path.parent / "outside.txt").exists()
     assert not any(p.is_symlink() for p in result.run_dir.rglob("*"))
-    assert phone_score_lines(result.run_dir, result.phones[0].serial)
+    assert list(result.run_dir.glob("android/*/units/*/scores.jsonl"))
     notes = json.loads((result.run_dir / "manifest.json").read_text())["notes"]
     assert any(re.search(r"pull refused .*etc-link", n) for n in notes)
+    # The forged scores lines count for nothing, and each is named: out of range, too deep, or for a task
+    # nobody ran (whose formula answer never reaches a cell unneutralised).
+    records = read_records(result.run_dir / "records.jsonl")
+    assert not [r for r in records if r.task_id.startswith("ghost")]
+    md = (result.run_dir / "report.md").read_text(encoding="utf-8")
+    run_notes = md.split("## Run notes (", 1)[1]
+    for name in ("etc-link", "up-link", "dotdot-dir", "outside.txt", "huge.bin", "ghost-task"):
+        assert name in run_notes, name
+    assert re.search(r"scores\.jsonl:2: .*(cost_usd|costUsd)", run_notes)
+    assert re.search(r"scores\.jsonl:3: .*tokens", run_notes)
+    assert re.search(r"scores\.jsonl:4: invalid JSON", run_notes) and "'scores.jsonl:4'" not in run_notes
+    assert "=HYPERLINK" not in (result.run_dir / "scores.csv").read_text(encoding="utf-8")
+    assert result.phones[0].serial not in md
+    html = (result.run_dir / "report.html").read_text(encoding="utf-8")
+    assert "etc-link" in html.split("Run notes", 1)[1]
 
 
 def test_manifest_keeps_no_credential(virtual_farm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -299,6 +314,10 @@ def test_unhealthy_phone_is_left_out_with_its_reason_in_the_manifest(virtual_far
     assert phones[low.serial]["status"] == "left_out"
     assert phones[low.serial]["reason"] == "battery 5% < 20% and not charging"
     assert phones[good.serial]["status"] == "used"
+    md = (result.run_dir / "report.md").read_text(encoding="utf-8")
+    section = md.split("## Phones left out (1)\n", 1)[1].split("\n## ", 1)[0]
+    assert re.search(r"\| r-health \| Pixel 7 #\d \| battery 5% &lt; 20% and not charging \|", section)
+    assert low.serial not in md and good.serial not in md
 
 
 def test_phones_on_a_second_adb_server_listed_in_farm_yaml_are_used(virtual_farm, tmp_path: Path) -> None:

@@ -334,6 +334,15 @@ class EvalTree:
         self.phone.write_atomic(f"{self.dir}/bad\nname.txt", "newline in the name\n")
         with rootfs.open_write(self.phone.host_path(f"{self.dir}/huge.bin")) as fh:
             fh.truncate(5 * 1024**3)
+        # Forged scores lines: a pass for a task nobody asked for, with a spreadsheet formula for an answer,
+        # numbers out of any range, and JSON nested past any sane depth.
+        ghost = {"id": "ghost-task", "category": "read", "partition": "tune", "expect": "succeeded",
+                 "outcome": "succeeded", "passed": True, "answer": '=HYPERLINK("http://127.0.0.1:9/x","open")',
+                 "steps": 1, "tokens": {"input": 10, "output": 1}, "costUsd": 0.0, "metrics": {}, "markers": []}
+        forged = [ghost, {**ghost, "id": "ghost-cost", "costUsd": -5.0},
+                  {**ghost, "id": "ghost-tokens", "tokens": {"input": 10**30, "output": 1}}]
+        lines = "".join(json.dumps(line) + "\n" for line in forged) + "[" * 100_000 + "\n"
+        self.phone.append(f"{self.dir}/scores.jsonl", lines)
 
 
 def _iso(when: datetime) -> str:
