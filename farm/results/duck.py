@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from farm.errors import FarmError
 from farm.manifest import manifest_path
 from farm.results.damage import Damage, find_damage
-from farm.results.record import Record
+from farm.results.record import MAX_COST_USD, MAX_COUNT, MAX_MS, MAX_TOKENS, Record
 from farm.results.store import RECORDS_FILE
 
 if TYPE_CHECKING:
@@ -75,14 +75,38 @@ def run_dirs_under(runs_dir: Path) -> list[Path]:
     )
 
 
+# Tokens are read as JSON first: a count too big for a BIGINT would otherwise read as an unknown (NULL) count.
+_BOUNDED = {"tokens": "JSON", "metrics": RECORD_COLUMNS["metrics"],
+            "cost_usd": "DOUBLE", "attempt": "BIGINT", "repeat": "BIGINT", "steps": "BIGINT"}
+_IN_BOUNDS = " AND ".join([
+    "tokens IS NOT NULL",  # `Record` always writes its tokens
+    *(f"coalesce(TRY_CAST(tokens->>'$.{k}' AS DOUBLE), 0) BETWEEN 0 AND {MAX_TOKENS}"
+      for k in ("input_new", "cache_read", "cache_write", "output")),
+    *(f"coalesce(metrics.{k}, 0) BETWEEN 0 AND {MAX_MS:.0f}" for k in ("first_feedback_ms", "model_ms",
+                                                                      "screen_read_ms", "action_ms", "other_ms",
+                                                                      "total_ms")),
+    f"coalesce(metrics.round_trips, 0) BETWEEN 0 AND {MAX_COUNT}",
+    f"coalesce(cost_usd, 0) BETWEEN 0 AND {MAX_COST_USD:.0f}",
+    f"coalesce(attempt, 1) BETWEEN 1 AND {MAX_COUNT}",
+    f"coalesce(repeat, 1) BETWEEN 1 AND {MAX_COUNT}",
+    f"coalesce(steps, 0) BETWEEN 0 AND {MAX_COUNT}",
+])
+"""`Record`'s range bounds in SQL: a line outside them is a damaged line here too, as the Python reader has it."""
+
+
 def _json_source(files: Sequence[str], columns: dict[str, str]) -> str:
     listing = "[" + ", ".join(sql_str(f) for f in files) + "]"
-    spec = "{" + ", ".join(f"{sql_str(k)}: {sql_str(v)}" for k, v in columns.items()) + "}"
+    spec = "{" + ", ".join(f"{sql_str(k)}: {sql_str(v)}" for k, v in {**columns, **_BOUNDED}.items()) + "}"
     # An explicit schema and format: no sampling pass over the file to guess types; `records=true` so a
     # one-column read still unpacks objects. A line that is not a JSON object (a torn last append, a
     # damaged line) reads as a row of NULLs instead of failing the whole read; every reader drops those
     # rows, and rows missing a field no record lacks, by `_INTACT` and reports them (see `damaged_lines`).
-    return f"read_json({listing}, format='newline_delimited', records=true, columns={spec}, ignore_errors=true)"
+    # A line outside `Record`'s bounds loses its `run`, so it is one of those rows.
+    read = f"read_json({listing}, format='newline_delimited', records=true, columns={spec}, ignore_errors=true)"
+    drop = ", ".join(k for k in _BOUNDED if k not in columns)
+    tokens = f", TRY_CAST(tokens AS {columns['tokens']}) AS tokens" if "tokens" in columns else ""
+    return (f"(SELECT * {f'EXCLUDE ({drop}) ' if drop else ''}REPLACE (CASE WHEN {_IN_BOUNDS} THEN run END AS run"
+            f"{tokens}) FROM {read})")
 
 
 # Records written before `instance` and `repeat` existed belong to the one instance '' and repeat 1.
@@ -208,7 +232,7 @@ ORDER = "run, task_id, device, instance, repeat, lane, attempt"
 
 CACHE_DIR = ".cache"
 CACHE_FILE = "records.duckdb"
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5
 """Bump when REPORT_SELECT or the stamp changes: older caches are then rebuilt."""
 CACHE_MIN_BYTES = 16 << 20
 """Record files smaller than this are parsed every time (it is fast) and get no cache."""

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from farm.report.build import build_reports
 from farm.results import duck
 from farm.results.aggregate import aggregate
@@ -97,21 +99,39 @@ def _huge_tokens_run(tmp_path: Path) -> Path:
     return run_dir
 
 
-def test_a_token_count_beyond_64_bits_does_not_refuse_the_query(tmp_path: Path) -> None:
+def test_a_token_count_beyond_64_bits_is_a_damaged_line_in_the_query(tmp_path: Path) -> None:
     run_dir = _huge_tokens_run(tmp_path)
     names, rows = duck.query(duck.query_connection([run_dir]), "SELECT task_id, tokens FROM records ORDER BY 1")
-    # The other lines keep every count; the out-of-range one is unknown (null), never a wrapped number.
+    # Out of `Record`'s bounds, as the Python reader has it: never a wrapped number, nor an unknown one.
     assert rows == [
         ("a", {"input_new": 1, "cache_read": 2, "cache_write": 3, "output": 4}),
-        ("b", {"input_new": 1, "cache_read": 2, "cache_write": 3, "output": None}),
         ("c", {"input_new": 1, "cache_read": 2, "cache_write": 3, "output": 4}),
     ]
 
 
-def test_a_token_count_beyond_64_bits_does_not_refuse_the_reports(tmp_path: Path) -> None:
+def test_a_token_count_beyond_64_bits_is_skipped_and_named_by_the_reports(tmp_path: Path) -> None:
     run_dir = _huge_tokens_run(tmp_path)
     d = aggregate([run_dir]).data
-    assert (d.overall.planned, d.overall.passed) == (3, 3)
+    assert (d.overall.planned, d.overall.passed) == (2, 2)
+    assert d.warnings == ["r/records.jsonl:2: corrupt record line skipped"]
+
+
+@pytest.mark.parametrize("change", [
+    ('"cost_usd":', '"cost_usd":-5.0,"x":'), ('"total_ms":', '"total_ms":-1.0,"x":'), ('"attempt":1', '"attempt":0'),
+    ('"repeat":1', '"repeat":0'),
+], ids=["negative cost", "negative duration", "attempt 0", "repeat 0"])
+def test_a_value_outside_the_record_bounds_is_skipped_and_named_by_the_reports(
+    tmp_path: Path, change: tuple[str, str]
+) -> None:
+    recs = [record(t, run="r") for t in "abc"]
+    run_dir = write_run(tmp_path, "r", recs, [("SER1", "Pixel 8")])
+    path = run_dir / RECORDS_FILE
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert change[0] in lines[1]
+    lines[1] = lines[1].replace(change[0], change[1], 1)
+    path.write_text("".join(lines), encoding="utf-8")
+    d = aggregate([run_dir]).data
+    assert d.overall.planned == 2 and d.warnings == ["r/records.jsonl:2: corrupt record line skipped"]
 
 
 def test_an_object_missing_a_field_no_record_lacks_is_a_damaged_line(tmp_path: Path) -> None:

@@ -112,15 +112,17 @@ def test_csv_text_that_is_not_a_formula_is_written_as_it_is(tmp_path: Path) -> N
         "calc-multiply", "answer lacks 56088 (=, +, - inside)", "fail")
 
 
-def test_csv_number_columns_stay_numbers_even_when_negative(tmp_path: Path) -> None:
-    # The record model refuses a negative duration; a line written around it must still not become text here.
+def test_a_line_out_of_the_record_bounds_is_skipped_and_named_not_written_as_a_negative_cell(tmp_path: Path) -> None:
+    # The record model refuses a negative duration; a line written around it is a damaged line for the
+    # reports too, so no negative number (nor a cell to neutralise) comes of it.
     run_dir = write_run(tmp_path, "r", [record("t1", run="r", repeat=3)], [("SER1", "Pixel 8")])
     line = json.loads(record("t2", run="r").model_dump_json())
     line["metrics"]["total_ms"] = -1500.0
     with (run_dir / RECORDS_FILE).open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(line) + "\n")
-    rows = _csv_rows(aggregate([run_dir]))
-    assert [(r["task_id"], r["repeat"], r["seconds"]) for r in rows] == [("t1", "3", ""), ("t2", "1", "-1.500")]
+    agg = aggregate([run_dir])
+    assert [(r["task_id"], r["repeat"], r["seconds"]) for r in _csv_rows(agg)] == [("t1", "3", "")]
+    assert any("records.jsonl" in w and ":2" in w for w in agg.data.warnings), agg.data.warnings
 
 
 def test_csv_rows_sort_by_the_value_not_by_the_neutralised_cell(tmp_path: Path) -> None:
