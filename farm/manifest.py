@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 from farm import __version__
 from farm.errors import FarmError
 from farm.fsutil import atomic_write_text
+from farm.names import SafeName
 
 # REDACTED, redact and redact_argv are re-exported: callers redact configs through this module.
 from farm.redact import REDACTED as REDACTED
@@ -114,7 +115,7 @@ class Manifest(BaseModel):
 
     manifest_version: Literal[1] = MANIFEST_VERSION
     """Version of this format."""
-    run_id: str
+    run_id: SafeName
     """Run id, also the directory name under `runs/`."""
     created_at: str
     """ISO-8601 UTC creation time."""

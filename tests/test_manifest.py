@@ -157,3 +157,14 @@ def test_an_ordinary_manifest_is_saved_unchanged(tmp_path: Path) -> None:
         notes=["adb server unreachable: 10.0.0.9:5037"],
     )
     assert mf.load(mf.create_run_dir(tmp_path, manifest)) == manifest
+
+
+@pytest.mark.parametrize("run_id", ["../x", "/tmp/x", "a/b", "..", ""])
+def test_a_manifest_never_names_a_run_directory_outside_its_runs_directory(run_id: str, tmp_path: Path) -> None:
+    from pydantic import ValidationError
+
+    from farm.manifest import Manifest
+
+    with pytest.raises(ValidationError, match="not a safe name"):
+        Manifest(run_id=run_id, created_at="2026-12-01T00:00:00Z")
+    assert list(tmp_path.iterdir()) == []
