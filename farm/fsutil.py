@@ -9,10 +9,25 @@ from pathlib import Path
 from farm.errors import FarmError
 
 
+def new_file_mode() -> int:
+    """The mode a newly created file gets under the process's umask (0o666 & ~umask)."""
+    try:
+        # Linux shows the umask without changing it: no other thread ever sees a different one.
+        with open("/proc/self/status", encoding="ascii") as status:
+            mask = next(int(line.split()[1], 8) for line in status if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        mask = os.umask(0o022)  # elsewhere reading it means setting it: set straight back
+        os.umask(mask)
+    return 0o666 & ~mask
+
+
 def _write_temp(path: Path, text: str, encoding: str) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        # mkstemp makes the file 0600; the result gets the mode any new file would (a CI artifact server
+        # running as another user must be able to read the reports).
+        os.fchmod(fd, new_file_mode())
         with os.fdopen(fd, "w", encoding=encoding, newline="") as handle:
             handle.write(text)
             handle.flush()

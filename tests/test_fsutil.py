@@ -31,3 +31,21 @@ def test_atomic_write_text_replaces_and_leaves_no_temp(tmp_path: Path) -> None:
     atomic_write_text(target, "b")
     assert target.read_text() == "b"
     assert [p.name for p in tmp_path.iterdir()] == ["m.json"]
+
+
+def test_written_files_take_the_mode_the_umask_gives_not_0600(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    from farm.fsutil import atomic_write_text, create_new_text
+
+    old = os.umask(0o022)
+    try:
+        atomic_write_text(tmp_path / "a.md", "a")
+        create_new_text(tmp_path / "b.md", "b")
+        os.umask(0o077)
+        atomic_write_text(tmp_path / "c.md", "c")
+    finally:
+        os.umask(old)
+    modes = [stat.S_IMODE((tmp_path / n).stat().st_mode) for n in ("a.md", "b.md", "c.md")]
+    assert modes == [0o644, 0o644, 0o600]

@@ -26,6 +26,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from farm.config import PullLimits
+from farm.fsutil import new_file_mode
 
 if TYPE_CHECKING:
     from adbutils import AdbDevice
@@ -359,6 +360,7 @@ def _receive(sync: SyncSession, local: Path, cap: int, over: str) -> int:
                 if size <= cap:  # past the cap: keep reading so the stream stays in step
                     while chunk:
                         chunk = chunk[os.write(fd, chunk):]
+            os.fchmod(fd, new_file_mode())  # mkstemp's 0600 would keep the evidence from other readers
         finally:
             os.close(fd)
         if size > cap:

@@ -9,7 +9,7 @@ from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
 from farm.errors import FarmError
-from farm.fsutil import create_new_text
+from farm.fsutil import create_new_text, new_file_mode
 from farm.report.charts import rate_chart
 from farm.report.markdown import category_change, headline_notes, num, pct, render_markdown
 from farm.report.model import ReportData
@@ -103,7 +103,7 @@ def _copy_new(agg: Aggregation, select: str, path: Path, options: str) -> None:
     os.close(fd)
     try:
         agg.con.execute(f"COPY ({select}) TO {sql_str(tmp)} ({options})")
-        os.chmod(tmp, 0o600)  # like every other report file (fsutil's temp files)
+        os.chmod(tmp, new_file_mode())  # like every other report file
         with open(tmp, "rb") as out:
             os.fsync(out.fileno())
         try:

@@ -101,3 +101,20 @@ def test_long_lists_are_capped_with_their_totals(tmp_path: Path, monkeypatch: py
     assert "## 交给用户:login (5)" in md and "… 3 more login hand-overs not listed" in md
     assert "… 3 more attempts left markers" in md
     assert "… 3 more not listed (see scores.csv)" in md
+
+
+def test_report_files_are_readable_by_others_under_the_usual_umask(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    from farm.report.build import build_reports
+    from tests.helpers.records import record, write_run
+
+    run_dir = write_run(tmp_path, "r", [record("t1", run="r")], [("SER1", "Pixel 8")])
+    old = os.umask(0o022)
+    try:
+        paths = build_reports([run_dir])
+    finally:
+        os.umask(old)
+    assert {p.name for p in paths} == {"report.md", "report.html", "junit.xml", "scores.csv"}
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in paths} == {p.name: 0o644 for p in paths}
