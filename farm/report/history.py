@@ -205,5 +205,9 @@ def write_history(h: History, out_dir: Path) -> list[Path]:
             raise FarmError(f"{path}: already exists", hint="pass --out with a new directory; history is never"
                                                             " overwritten")
     for path, text in zip(paths, (render_history_markdown(h), render_history_html(h)), strict=True):
-        create_new_text(path, text, what="history")
+        try:
+            create_new_text(path, text, what="history")
+        except OSError as exc:
+            raise FarmError(f"{path}: cannot write history ({exc.strerror or exc})",
+                            hint="pass --out with a directory you can write to") from None
     return paths

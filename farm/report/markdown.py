@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from farm.report.model import CountRow, OverrideRow, RateRow, ReportData, SumRow
+from farm.report.model import CountRow, OverrideRow, RateRow, ReportData, SkipRow, SumRow
 from farm.results.headline import headline_text
 
 
@@ -103,8 +103,58 @@ def _sum_line(row: SumRow, digits: int = 0) -> str:
     return f"| {row.name} | {num(row.total, digits)}{note} | {row.known} | {row.unknown} |"
 
 
+_SAFE_PATH = re.compile(r"[A-Za-z0-9._/-]+")
+
+
+def evidence_href(data: ReportData, run: str, evidence: str) -> str | None:
+    """The link from the report to an attempt's run record, or None (none kept, or a path not to link)."""
+    base = data.run_paths.get(run)
+    if not evidence or base is None or not _SAFE_PATH.fullmatch(evidence) or ".." in evidence.split("/"):
+        return None
+    return evidence if base == "." else f"{base}/{evidence}"
+
+
+def _failures(data: ReportData) -> list[str]:
+    lines = [f"## Not passed ({data.failures_total})", "",
+             "Grouped by category and failure category; each links to its run record where one was kept.", "",
+             "| category | failure category | task | phone | outcome | reason | evidence |", "|---" * 7 + "|"]
+    for t in data.failures:
+        href = evidence_href(data, t.run, t.evidence)
+        unit = md_text(data.unit(t.task_id, t.instance, t.repeat))
+        link = f"[run record]({href})" if href else ""
+        lines.append(f"| {md_text(t.category)} | {md_text(t.failure_category)} | {unit} | {md_text(t.device)}"
+                     f" | {md_text(t.outcome)} | {md_text(t.reason)} | {link} |")
+    if data.failures_total > len(data.failures):
+        lines.append(f"\n… {data.failures_total - len(data.failures)} more not listed (see scores.csv).")
+    return [*lines, ""]
+
+
+def _comparison(data: ReportData) -> list[str]:
+    c = data.comparison
+    if c is None:
+        return []
+    ci = "–" if c.diff_low is None else f"{pct(c.diff_low)} – {pct(c.diff_high)}"
+    return [
+        f"## Paired comparison: {md_text(c.run_a)} (A) vs {md_text(c.run_b)} (B)", "",
+        f"Difference B − A: {pct(c.diff)} (paired bootstrap 95% CI {ci}, {c.resamples} resamples, seed {c.seed});"
+        f" exact McNemar p = {c.mcnemar_p:.4g}.", "",
+        "| units | both passed | only A | only B | neither | rate A | rate B |", "|---:" * 7 + "|",
+        f"| {c.units} | {c.both} | {c.only_a} | {c.only_b} | {c.neither} | {pct(c.rate_a)} | {pct(c.rate_b)} |", "",
+    ]
+
+
+def _skip_table(title: str, rows: list[SkipRow], total: int, data: ReportData, more: str) -> list[str]:
+    lines = [f"## {title}", "", "| task | phone | reason |", "|---|---|---|"]
+    lines += [f"| {md_text(data.unit(s.task_id, s.instance, s.repeat))} | {md_text(s.device)} | {md_text(s.reason)} |"
+              for s in rows]
+    if total > len(rows):
+        lines.append(f"\n… {total - len(rows)} {more}")
+    return [*lines, ""]
+
+
 def render_markdown(data: ReportData) -> str:
-    """The whole report.md."""
+    """The whole report.md: what changed and what broke first, the breakdowns next, what was skipped last.
+    A section with nothing to show is left out."""
     lines = [f"# Evaluation report — {', '.join(md_text(r) for r in data.runs)}", ""]
     execution = ", ".join(map(md_text, data.execution)) or "–"
     lines.append(f"Generated {md_text(data.generated_at)}. Execution: {execution}.")
@@ -126,35 +176,22 @@ def render_markdown(data: ReportData) -> str:
     lines += ["", "## Headline", "", headline_text(data.overall)]
     if notes := headline_notes(data, md_text):
         lines += ["", *notes]
+    lines.append("")
+    lines += _comparison(data)
     if data.left_out:
-        lines += ["", f"## Phones left out ({len(data.left_out)})", "", "Not used, so not in these numbers.", "",
+        lines += [f"## Phones left out ({len(data.left_out)})", "", "Not used, so not in these numbers.", "",
                   "| run | phone | reason |", "|---|---|---|"]
         lines += [f"| {md_text(r.run)} | {md_text(r.device)} | {md_text(r.reason)} |" for r in data.left_out]
-    lines += ["", "## Overall", "", *rate_table([data.overall], "group"), ""]
-    lines += ["## By category", "", *rate_table(data.by_category, "category"), ""]
-    lines += ["## By partition", "", *rate_table(data.by_partition, "partition"), ""]
-    lines += ["## By phone", "", *rate_table(data.by_device, "phone"), ""]
-    lines += ["## By expected outcome", "", *rate_table(data.by_expect, "expect"), ""]
-    lines += ["## Outcomes", "", "| outcome | count |", "|---|---:|"]
-    lines += [f"| {md_text(o.key)} | {o.count} |" for o in data.outcomes]
-    lines += ["", f"Infrastructure errors: {data.infrastructure_errors}", ""]
-    lines += [f"## Skipped ({data.skipped_total})", "", "| task | phone | reason |", "|---|---|---|"]
-    lines += [f"| {md_text(data.unit(s.task_id, s.instance, s.repeat))} | {md_text(s.device)} | {md_text(s.reason)} |"
-              for s in data.skipped]
-    if data.skipped_total > len(data.skipped):
-        lines.append(f"\n… {data.skipped_total - len(data.skipped)} more skipped attempts not listed.")
-    login_total = max(data.login_handover_total, len(data.login_handover))
-    lines += ["", f"## 交给用户:login ({login_total}) — not counted as success", ""]
-    lines += ["| task | phone | reason |", "|---|---|---|"]
-    lines += [f"| {md_text(data.unit(s.task_id, s.instance, s.repeat))} | {md_text(s.device)} | {md_text(s.reason)} |"
-              for s in data.login_handover]
-    if login_total > len(data.login_handover):
-        lines.append(f"\n… {login_total - len(data.login_handover)} more login hand-overs not listed (see scores.csv).")
-    lines += ["", "## Failure categories", "", "| failure category | count |", "|---|---:|"]
-    lines += [f"| {md_text(c.key)} | {c.count} |" for c in data.failure_categories]
-    lines += ["", f"## Phone and host disagree ({data.disagreements_total})", ""]
-    if data.disagreements:
-        lines += ["| task | phone | phone said | host said | host's reason |", "|---|---|---|---|---|"]
+        lines.append("")
+    if data.failures_total:
+        lines += _failures(data)
+    if data.failure_categories:
+        lines += ["## Failure categories", "", "| failure category | count |", "|---|---:|"]
+        lines += [f"| {md_text(c.key)} | {c.count} |" for c in data.failure_categories]
+        lines.append("")
+    if data.disagreements_total:
+        lines += [f"## Phone and host disagree ({data.disagreements_total})", "",
+                  "| task | phone | phone said | host said | host's reason |", "|---|---|---|---|---|"]
         lines += [
             f"| {md_text(data.unit(d.task_id, d.instance, d.repeat))} | {md_text(d.device)}"
             f" | {md_text(d.phone_outcome)} / {_verdict(d.phone_passed)} | {md_text(d.host_outcome)}"
@@ -164,25 +201,24 @@ def render_markdown(data: ReportData) -> str:
         ]
         if data.disagreements_total > len(data.disagreements):
             lines.append(f"\n… {data.disagreements_total - len(data.disagreements)} more not listed.")
-    else:
-        lines.append("None: every re-scored attempt got the phone's verdict.")
+        lines.append("")
     if data.retried_total:
-        lines += ["", f"## Retried after infrastructure failures ({data.retried_total})", "",
+        lines += [f"## Retried after infrastructure failures ({data.retried_total})", "",
                   "Earlier tries of these units failed for an infrastructure reason; every try is in the run's "
                   "journal and in the record's `extra.tries`.", "", "| task | phone | tries | outcome |",
                   "|---|---|---:|---|"]
         lines += [f"| {md_text(data.unit(r.task_id, r.instance, r.repeat))} | {md_text(r.device)} | {r.attempt}"
                   f" | {md_text(r.outcome)} |" for r in data.retried]
-    lines += ["", f"## Not passed ({data.failures_total})", ""]
-    lines += ["| task | phone | outcome | failure category | reason |", "|---|---|---|---|---|"]
-    lines += [
-        f"| {md_text(data.unit(t.task_id, t.instance, t.repeat))} | {md_text(t.device)} | {md_text(t.outcome)}"
-        f" | {md_text(t.failure_category)} | {md_text(t.reason)} |"
-        for t in data.failures
-    ]
-    if data.failures_total > len(data.failures):
-        lines.append(f"\n… {data.failures_total - len(data.failures)} more not listed (see scores.csv).")
-    lines += ["", "## 运行小结", "", "| metric | n | median | P90 |", "|---|---:|---:|---:|"]
+        lines.append("")
+    lines += ["## By category", "", *rate_table(data.by_category, "category"), ""]
+    lines += ["## By phone", "", *rate_table(data.by_device, "phone"), ""]
+    lines += ["## Overall", "", *rate_table([data.overall], "group"), ""]
+    lines += ["## By partition", "", *rate_table(data.by_partition, "partition"), ""]
+    lines += ["## By expected outcome", "", *rate_table(data.by_expect, "expect"), ""]
+    lines += ["## Outcomes", "", "| outcome | count |", "|---|---:|"]
+    lines += [f"| {md_text(o.key)} | {o.count} |" for o in data.outcomes]
+    lines += ["", f"Infrastructure errors: {data.infrastructure_errors}", ""]
+    lines += ["## 运行小结", "", "| metric | n | median | P90 |", "|---|---:|---:|---:|"]
     lines += [f"| {s.name} | {s.n} | {num(s.median, 1)} | {num(s.p90, 1)} |" for s in data.timing]
     known_total = sum(r.total or 0 for r in data.time_split)
     lines += ["", "Time split (ms):", "", "| part | total | known | unknown | share |", "|---|---:|---:|---:|---:|"]
@@ -191,23 +227,20 @@ def render_markdown(data: ReportData) -> str:
         lines.append(f"{_sum_line(r)} {share} |")
     lines += ["", "## Tokens and cost", "", "| item | total | known | unknown |", "|---|---:|---:|---:|"]
     lines += [_sum_line(t) for t in data.tokens]
-    lines.append(_sum_line(data.cost, 4))
-    lines += ["", "## 人工改判", ""]
+    lines += [_sum_line(data.cost, 4), ""]
     if data.overrides:
-        lines += [
-            "| run | task | phone | initial | final | failure category | applied | note | evidence |", "|---" * 9 + "|"
-        ]
+        lines += ["## 人工改判", "",
+                  "| run | task | phone | initial | final | failure category | applied | note | evidence |",
+                  "|---" * 9 + "|"]
         lines += [
             f"| {md_text(o.run)} | {md_text(data.unit(o.task_id, o.instance, o.repeat))} | {md_text(o.device)}"
             f" | {md_text(o.initial)} | {md_text(o.final)} | {md_text(category_change(o))}"
             f" | {'yes' if o.applied else 'no'} | {md_text(o.note)} | {md_text(o.evidence)} |"
             for o in data.overrides
         ]
-    else:
-        lines.append("No re-judgements.")
-    lines += ["", "## Markers to clean up", ""]
+        lines.append("")
     if data.markers:
-        lines += ["| phone | task | markers |", "|---|---|---|"]
+        lines += ["## Markers to clean up", "", "| phone | task | markers |", "|---|---|---|"]
         lines += [f"| {md_text(m.device)} | {md_text(m.task_id)} | {md_text(', '.join(m.markers))} |"
                   for m in data.markers]
         if data.markers_total > len(data.markers):
@@ -215,25 +248,18 @@ def render_markdown(data: ReportData) -> str:
                 f"\n… {data.markers_total - len(data.markers)} more attempts left markers; list them all with"
                 ' `farm query "SELECT device, task_id, markers FROM records WHERE len(markers) > 0"`.'
             )
-    else:
-        lines.append("No markers were created.")
-    if data.comparison is not None:
-        c = data.comparison
-        lines += ["", f"## Paired comparison: {md_text(c.run_a)} (A) vs {md_text(c.run_b)} (B)", ""]
-        lines += ["| units | both passed | only A | only B | neither | rate A | rate B |", "|---:" * 7 + "|"]
-        lines.append(
-            f"| {c.units} | {c.both} | {c.only_a} | {c.only_b} | {c.neither} | {pct(c.rate_a)} | {pct(c.rate_b)} |"
-        )
-        ci = "–" if c.diff_low is None else f"{pct(c.diff_low)} – {pct(c.diff_high)}"
-        lines += [
-            "",
-            f"Difference B − A: {pct(c.diff)} (paired bootstrap 95% CI {ci}, {c.resamples} resamples, seed {c.seed});"
-            f" exact McNemar p = {c.mcnemar_p:.4g}.",
-        ]
+        lines.append("")
+    if data.skipped_total:
+        lines += _skip_table(f"Skipped ({data.skipped_total})", data.skipped, data.skipped_total, data,
+                             "more skipped attempts not listed.")
+    login_total = max(data.login_handover_total, len(data.login_handover))
+    if login_total:
+        lines += _skip_table(f"交给用户:login ({login_total}) — not counted as success", data.login_handover,
+                             login_total, data, "more login hand-overs not listed (see scores.csv).")
     if data.notes:
-        lines += ["", f"## Run notes ({data.notes_total})", "",
+        lines += [f"## Run notes ({data.notes_total})", "",
                   "What the run recorded on the way: quarantines, refused pull entries, unreachable adb servers.", ""]
         lines += [f"- {md_text(n)}" for n in data.notes]
         if data.notes_total > len(data.notes):
             lines.append(f"- … {data.notes_total - len(data.notes)} more in the run's manifest.json")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines).rstrip("\n") + "\n"

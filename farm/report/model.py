@@ -98,6 +98,8 @@ class TaskRow(_M):
     """Failure category."""
     seconds: float | None
     """Wall time of the attempt."""
+    evidence: str = ""
+    """The attempt's run record, relative to its run directory (empty when none was kept)."""
 
 
 class Stat(_M):
@@ -329,6 +331,8 @@ class ReportData(_M):
     device labels (first rows)."""
     notes_total: int = 0
     """All such notes."""
+    run_paths: dict[str, str] = Field(default_factory=dict)
+    """Run id → its directory relative to the report (set when the report is written; links to evidence)."""
     instances: bool = False
     """Some unit has a task instance: unit names show it."""
     repeats: bool = False

@@ -11,7 +11,7 @@ from xml.sax.saxutils import quoteattr
 from farm.errors import FarmError
 from farm.fsutil import create_new_text, new_file_mode
 from farm.report.charts import rate_chart
-from farm.report.markdown import category_change, headline_notes, num, pct, render_markdown
+from farm.report.markdown import category_change, evidence_href, headline_notes, num, pct, render_markdown
 from farm.report.model import ReportData
 from farm.results.aggregate import Aggregation
 from farm.results.duck import sql_str
@@ -42,7 +42,7 @@ def render_html(data: ReportData) -> str:
     charts = {"category": rate_chart(data.by_category), "device": rate_chart(data.by_device)}
     return env.get_template("report.html.j2").render(
         d=data, charts=charts, pct=pct, num=num, headline=headline_text(data.overall), notes=headline_notes(data),
-        category_change=category_change,
+        category_change=category_change, evidence_href=evidence_href,
     )
 
 
@@ -252,6 +252,7 @@ def write_reports(agg: Aggregation, out_dir: Path) -> list[Path]:
     for name in REPORT_FILES:
         if (out_dir / name).exists():
             raise FarmError(f"{out_dir / name}: report already exists", hint="reports are never overwritten")
+    agg.data.run_paths = {d.name: Path(os.path.relpath(d, out_dir)).as_posix() for d in agg.run_dirs}
     contents = {"report.md": render_markdown(agg.data), "report.html": render_html(agg.data)}
     paths = []
     for name, text in contents.items():

@@ -67,13 +67,13 @@ class Aggregation:
             return "" if self.scan_ordered else "ORDER BY pos"
         return f"ORDER BY {_UNIT_ORDER}"
 
-    def task_rows(self, where: str = "true", limit: int | None = None) -> Iterator[TaskRow]:
-        """Shown attempts as TaskRows, ordered by run, task, device, instance, repeat."""
+    def task_rows(self, where: str = "true", limit: int | None = None, order: str = "") -> Iterator[TaskRow]:
+        """Shown attempts as TaskRows, ordered by `order` (SQL) then by run, task, device, instance, repeat."""
         cur = self.con.execute(
             "SELECT run, task_id, device, instance, repeat, category, coalesce(partition, ''),"
             " coalesce(expect, ''), outcome, initial, final, coalesce(reason, ''), coalesce(failure_category, ''),"
-            f" total_ms FROM shown WHERE {where} ORDER BY {_UNIT_ORDER}"
-            + (f" LIMIT {int(limit)}" if limit is not None else "")
+            f" total_ms, coalesce(evidence, '') FROM shown WHERE {where} ORDER BY {order + ', ' if order else ''}"
+            f"{_UNIT_ORDER}" + (f" LIMIT {int(limit)}" if limit is not None else "")
         )
         while batch := cur.fetchmany(10_000):
             for r in batch:
@@ -81,7 +81,7 @@ class Aggregation:
                     run=r[0], task_id=r[1], device=self.labels.get(r[2], r[2]), instance=r[3], repeat=r[4],
                     category=r[5] or "", partition=r[6], expect=r[7], outcome=r[8], initial=bool(r[9]),
                     final=bool(r[10]), reason=short(r[11]), failure_category=r[12],
-                    seconds=None if r[13] is None else r[13] / 1000.0,
+                    seconds=None if r[13] is None else r[13] / 1000.0, evidence=r[14],
                 )
 
 
@@ -351,7 +351,9 @@ def aggregate(
         con=con, labels=labels, data=data, run_dirs=run_dirs, ordered=source.ordered,
         scan_ordered=source.ordered and not fin.join,
     )
-    data.failures = list(agg.task_rows(f"{_NOT_SKIPPED} AND NOT final", LIST_CAP))
+    # Grouped as the report shows them: by category, then by why they failed.
+    data.failures = list(agg.task_rows(f"{_NOT_SKIPPED} AND NOT final", LIST_CAP,
+                                       order="category NULLS LAST, failure_category NULLS LAST"))
     return agg
 
 

@@ -74,6 +74,11 @@ def _tables(markdown: str) -> _Tables:
 
 
 def _row(tables: _Tables, first: str) -> list[str]:
+    """The row whose first cell is `first`; for the Not passed table (category, failure category, task, phone,
+    outcome, reason, evidence) the row of task `first`, as task, phone, outcome, failure category, reason."""
+    failure = next((r for r in tables.rows if len(r) == 7 and r[2] == first), None)
+    if failure is not None:
+        return [failure[2], failure[3], failure[4], failure[1], failure[5]]
     return next(r for r in tables.rows if r and r[0] == first)
 
 
