@@ -42,7 +42,8 @@ def init_cmd(
     config: Path = typer.Argument(..., help="config.json of the batch (mode 600, outside git)."),
     out: Path = typer.Argument(..., help="New batch file to write, e.g. batch-000.json (never overwritten)."),
 ) -> None:
-    """Validate CONFIG and write every task × repetition slot to OUT as pending."""
+    """Validate CONFIG and write every task × repetition slot to OUT as pending, and start its ledger index
+    (<OUT stem>.ledger.jsonl next to OUT)."""
     from farm.desktop.batch import init_batch
 
     batch, warnings = init_batch(config, out)
@@ -61,7 +62,8 @@ def record_cmd(
     result: Path = typer.Argument(..., help="result.json of the slot."),
     out: Path = typer.Argument(..., help="New batch file to write (never overwritten)."),
 ) -> None:
-    """Record RESULT for a pending SLOT of BATCH into a new version OUT, linked by hash."""
+    """Record RESULT for a pending SLOT of BATCH into a new version OUT, linked by hash and listed in the ledger
+    index. BATCH must be the latest version the index lists; OUT may be in any folder."""
     from farm.desktop.batch import record_result
 
     new, warnings = record_result(batch, slot, result, out)
@@ -72,15 +74,22 @@ def record_cmd(
 
 @desktop_app.command("verify")
 def verify_cmd(batch: Path = typer.Argument(..., help="Batch file whose version chain to check.")) -> None:
-    """Walk BATCH's version chain back to the plan and check every hash and every step."""
-    from farm.desktop.chain import verify_chain
+    """Walk BATCH's version chain back to the plan and check every hash and every step against the ledger index."""
+    from farm.desktop.chain import check_chain
 
-    links = verify_chain(batch)
-    for link in links:
+    check = check_chain(batch)
+    for link in check.links:
         _out.print(
             f"{link.sequence:>4}  {link.sha256[:16]}  {link.recordedSlot or '(plan)'}  {link.path}", markup=False
         )
-    _out.print(f"chain ok: {len(links)} version(s)", markup=False)
+    _out.print(f"chain ok: {len(check.links)} version(s)", markup=False)
+    if len(check.entries) > len(check.links):
+        # Still a valid version, but a reviewer comparing results must know it is not the whole record so far.
+        _err.print(
+            f"note: {batch} is not the latest version; the ledger index {check.ledger} lists "
+            f"{len(check.entries)} version(s), the latest {check.latest()}",
+            markup=False,
+        )
 
 
 @desktop_app.command("report")

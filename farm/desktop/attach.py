@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from farm.desktop.jsonfile import real_path
 from farm.desktop.report import build_report, report_json, report_markdown
 from farm.errors import FarmError
 from farm.fsutil import create_new_text
@@ -49,7 +50,7 @@ def attach_batch(
             detail={
                 "suite": report.suite,
                 f"batch/{stem}": {
-                    "batch": str(batch_path.resolve()),
+                    "batch": str(real_path(batch_path)),
                     "batchSha256": report.batchSha256,
                     "mode": report.mode,
                     "execution": report.execution,

@@ -1,8 +1,9 @@
 """Batch files: the plan of every task × repetition slot, and one new version per recorded slot.
 
 Each version names its predecessor by file and SHA-256, so `verify_chain` can walk back to the
-plan and notice an edited or swapped file. `record` refuses to overwrite: it is a guard against
-mistakes, not tamper-proof evidence.
+plan and notice an edited or swapped file; the ledger index next to the plan holds the hash of every
+version, the latest included (see farm.desktop.ledger). `record` refuses to overwrite and extends only
+the latest version: it is a guard against mistakes, not tamper-proof evidence.
 """
 
 from __future__ import annotations
@@ -13,16 +14,35 @@ import os
 from pathlib import Path
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from farm.desktop.config import DesktopConfig, git_work_tree_of, load_config, parse_model_file, permission_warnings
-from farm.desktop.result import RunResult
+from farm.desktop.config import DesktopConfig, git_work_tree_of, load_config, permission_warnings
+from farm.desktop.jsonfile import (
+    RelativeFile,
+    Sha256,
+    create_private_text,
+    make_private_dir,
+    parse_model_bytes,
+    read_file,
+    real_path,
+)
+from farm.desktop.ledger import (
+    LedgerEntry,
+    append_entry,
+    create_ledger,
+    entry_path,
+    ledger_path,
+    locked_ledger,
+    read_ledger,
+)
+from farm.desktop.result import RunResult, parse_utc
 from farm.desktop.tasks import SUITE, TASKS, SlotStatus, task_ids, tasks_digest
 from farm.errors import FarmError
-from farm.fsutil import create_new_text
 from farm.manifest import utc_now
 
 BATCH_FORMAT: Final = "farm.desktop.batch/1"
+BATCH_HINT = "pass a batch file written by `farm desktop`"
+_WRITE_HINT = "nothing was recorded; free space or fix permissions in the results folder and run the command again"
 
 
 class Slot(BaseModel):
@@ -34,7 +54,7 @@ class Slot(BaseModel):
     """`<task id>/<repetition>`, e.g. `calculator-add/1`."""
     task: str
     """Task id."""
-    repetition: int = Field(ge=1)
+    repetition: int = Field(ge=1, strict=True)
     """Repetition number, from 1."""
     status: SlotStatus = "pending"
     """pending, or the recorded result's status."""
@@ -42,12 +62,21 @@ class Slot(BaseModel):
     """The recorded result; null while pending."""
     recordedAt: str | None = None
     """ISO UTC time the result was recorded."""
-    resultSha256: str | None = None
+    resultSha256: Sha256 | None = None
     """SHA-256 of the result file as it was recorded."""
+
+    @field_validator("recordedAt")
+    @classmethod
+    def _iso_utc(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_utc(value)
+        return value
 
     @model_validator(mode="after")
     def _status_matches(self) -> Slot:
-        if self.status == "pending" and (self.result is not None or self.recordedAt is not None):
+        if self.status == "pending" and (
+            self.result is not None or self.recordedAt is not None or self.resultSha256 is not None
+        ):
             raise ValueError(f"slot {self.id}: pending but carries a result")
         if self.status != "pending" and (self.result is None or self.result.status != self.status):
             raise ValueError(f"slot {self.id}: status {self.status} does not match its result")
@@ -59,9 +88,9 @@ class BatchLink(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    file: str
+    file: RelativeFile
     """Path of the previous version, relative to this file's directory."""
-    sha256: str
+    sha256: Sha256
     """SHA-256 of the previous version's bytes."""
 
 
@@ -74,9 +103,9 @@ class Batch(BaseModel):
     """File format id."""
     suite: Literal["desktop-v1"] = SUITE
     """Task suite version."""
-    tasksSha256: str
+    tasksSha256: Sha256
     """SHA-256 of the suite's task definitions when the plan was made."""
-    sequence: int = Field(ge=0)
+    sequence: int = Field(ge=0, strict=True)
     """Version number: 0 is the plan, each record adds one."""
     createdAt: str
     """ISO UTC time this version was written."""
@@ -88,6 +117,12 @@ class Batch(BaseModel):
     """The slot this version recorded; null for the plan."""
     slots: list[Slot]
     """Every task × repetition slot, in plan order."""
+
+    @field_validator("createdAt")
+    @classmethod
+    def _iso_utc(cls, value: str) -> str:
+        parse_utc(value)
+        return value
 
     @model_validator(mode="after")
     def _well_formed(self) -> Batch:
@@ -102,8 +137,12 @@ class Batch(BaseModel):
         recorded = sum(1 for slot in self.slots if slot.status != "pending")
         if recorded != self.sequence:
             raise ValueError(f"sequence: {self.sequence} but {recorded} slot(s) recorded; one record per version")
-        if self.recordedSlot is not None and self.slot(self.recordedSlot).status == "pending":
-            raise ValueError(f"recordedSlot: {self.recordedSlot} is still pending")
+        if self.recordedSlot is not None:
+            # Checked by membership first: a KeyError here would escape validation as a traceback.
+            if self.recordedSlot not in expected:
+                raise ValueError("recordedSlot: is not a slot of the plan")
+            if self.slot(self.recordedSlot).status == "pending":
+                raise ValueError(f"recordedSlot: {self.recordedSlot} is still pending")
         return self
 
     def slot(self, slot_id: str) -> Slot:
@@ -133,15 +172,26 @@ def dump_batch(batch: Batch) -> str:
     return json.dumps(batch.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n"
 
 
-def load_batch(path: Path) -> Batch:
-    """Read and validate one batch version (and check the suite's tasks did not change under it)."""
-    batch = parse_model_file(path, Batch, what="desktop batch", hint="pass a batch file written by `farm desktop`")
+def read_batch(path: Path) -> tuple[Batch, str]:
+    """One batch version and the SHA-256 of the very bytes it was read from (one read: no swap in between)."""
+    raw = read_file(path, what="desktop batch", hint=BATCH_HINT)
+    return parse_batch(raw, path), hashlib.sha256(raw).hexdigest()
+
+
+def parse_batch(raw: bytes, path: Path) -> Batch:
+    """Validate the bytes of one batch version read from `path` (and check the suite's tasks did not change)."""
+    batch = parse_model_bytes(raw, Batch, path=path, what="desktop batch", hint=BATCH_HINT)
     if batch.tasksSha256 != tasks_digest():
         raise FarmError(
             f"{path}: field tasksSha256: the {batch.suite} task definitions changed since this batch was planned",
             hint="tasks changed without a suite version bump; restore them or plan a batch of a new suite",
         )
     return batch
+
+
+def load_batch(path: Path) -> Batch:
+    """Read and validate one batch version (and check the suite's tasks did not change under it)."""
+    return read_batch(path)[0]
 
 
 def _refuse_inside_git(results_dir: Path) -> None:
@@ -164,10 +214,15 @@ def init_batch(config_path: Path, out: Path) -> tuple[Batch, list[str]]:
     """Validate the config and write the plan (every slot pending) to `out`; returns it and warnings."""
     config = load_config(config_path)
     _refuse_existing(out)
-    results_dir = out.parent.resolve()
+    index = ledger_path(out)
+    if index.exists() or index.is_symlink():
+        raise FarmError(
+            f"{index}: ledger index already exists",
+            hint="a plan starts a new ledger; choose an output name whose ledger index is free",
+        )
+    results_dir = real_path(out.parent)
     _refuse_inside_git(results_dir)
-    if not results_dir.exists():
-        results_dir.mkdir(mode=0o700, parents=True)
+    make_private_dir(results_dir)
     warnings = permission_warnings(config_path, results_dir)
     slots = [
         Slot(id=f"{task.id}/{rep}", task=task.id, repetition=rep)
@@ -175,32 +230,40 @@ def init_batch(config_path: Path, out: Path) -> tuple[Batch, list[str]]:
         for rep in range(1, config.repetitions + 1)
     ]
     batch = Batch(tasksSha256=tasks_digest(), sequence=0, createdAt=utc_now(), config=config, slots=slots)
-    create_new_text(out, dump_batch(batch), what="output batch")
+    text = dump_batch(batch)
+    plan = LedgerEntry(
+        sequence=0, file=out.name, sha256=_sha256_text(text), recordedSlot=None, writtenAt=batch.createdAt
+    )
+    create_private_text(out, text, what="output batch")
+    try:
+        create_ledger(index, plan)
+    except BaseException as exc:
+        # A plan without its index could never be verified: take it back rather than leave half a ledger.
+        out.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise FarmError(f"{index}: cannot write the ledger index: {exc.strerror}", hint=_WRITE_HINT) from None
+        raise
     return batch, warnings
 
 
-def _successors(batch_path: Path, batch_sha: str, dirs: list[Path]) -> list[Path]:
-    """Batch files in `dirs` that were made from the version with hash `batch_sha`."""
-    found: list[Path] = []
-    for directory in dict.fromkeys(d.resolve() for d in dirs if d.is_dir()):
-        for candidate in sorted(directory.glob("*.json")):
-            if candidate.resolve() == batch_path.resolve():
-                continue
-            try:
-                data = json.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-                continue
-            link = data.get("previous") if isinstance(data, dict) and data.get("format") == BATCH_FORMAT else None
-            if isinstance(link, dict) and link.get("sha256") == batch_sha:
-                found.append(candidate)
-    return found
+def _sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def record_result(batch_path: Path, slot_id: str, result_path: Path, out: Path) -> tuple[Batch, list[str]]:
-    """Write `out`: `batch_path` plus the result of one pending slot, linked to it by hash."""
-    batch = load_batch(batch_path)
+    """Write `out`: `batch_path` plus the result of one pending slot, linked to it by hash, and add it to the index.
+
+    `batch_path` must be the latest version in the ledger index with an intact chain: the index, not a scan of
+    folders, says which versions exist, so a slot finished in any later version is refused wherever `out` goes.
+    Only the chain, the index and `result_path` are opened: another file next to them, however broken, is not
+    the ledger's and is never read (why neither a warning nor a refusal: see farm.desktop.ledger).
+    """
+    # Imported here: chain.py builds on this module.
+    from farm.desktop.chain import check_chain
+
+    batch, batch_sha = read_batch(batch_path)
     _refuse_existing(out)
-    _refuse_inside_git(out.parent.resolve())
+    _refuse_inside_git(real_path(out.parent))
     try:
         slot = batch.slot(slot_id)
     except KeyError:
@@ -214,25 +277,21 @@ def record_result(batch_path: Path, slot_id: str, result_path: Path, out: Path) 
             f"{batch_path}: slot {slot_id} is already recorded ({slot.status})",
             hint="a restart never overwrites a slot: use the next pending repetition, or a new batch for extra tries",
         )
-    batch_sha = sha256_file(batch_path)
-    forks = _successors(batch_path, batch_sha, [batch_path.parent, out.parent])
-    if forks:
-        raise FarmError(
-            f"{batch_path}: is not the latest version, {forks[0]} was already made from it",
-            hint="record from the latest batch file; forking an old version breaks the chain",
-        )
-    result = parse_model_file(
-        result_path, RunResult, what="result", hint="fix the result file (see fixtures/desktop/result.example.json)"
-    )
+    check = check_chain(batch_path)
+    index = Path(check.ledger)
+    _refuse_unless_latest(batch_path, batch_sha, slot_id, batch.sequence, check.entries, index)
+    result_hint = "fix the result file (see fixtures/desktop/result.example.json)"
+    result_raw = read_file(result_path, what="result", hint=result_hint)
+    result = parse_model_bytes(result_raw, RunResult, path=result_path, what="result", hint=result_hint)
     recorded = slot.model_copy(
         update={
             "status": result.status,
             "result": result,
             "recordedAt": utc_now(),
-            "resultSha256": sha256_file(result_path),
+            "resultSha256": hashlib.sha256(result_raw).hexdigest(),
         }
     )
-    link = BatchLink(file=os.path.relpath(batch_path.resolve(), out.parent.resolve()), sha256=batch_sha)
+    link = BatchLink(file=os.path.relpath(real_path(batch_path), real_path(out.parent)), sha256=batch_sha)
     new = batch.model_copy(
         update={
             "sequence": batch.sequence + 1,
@@ -244,8 +303,55 @@ def record_result(batch_path: Path, slot_id: str, result_path: Path, out: Path) 
     )
     # Re-validate the assembled version so a broken invariant never reaches the disk.
     new = Batch.model_validate(new.model_dump())
-    create_new_text(out, dump_batch(new), what="output batch")
+    text = dump_batch(new)
+    entry = LedgerEntry(
+        sequence=new.sequence,
+        file=os.path.relpath(real_path(out), real_path(index.parent)),
+        sha256=_sha256_text(text),
+        recordedSlot=slot_id,
+        writtenAt=new.createdAt,
+    )
+    with locked_ledger(index) as fd:
+        # Checked again under the lock: another record may have extended the ledger since the chain was walked.
+        _refuse_unless_latest(batch_path, batch_sha, slot_id, batch.sequence, read_ledger(index), index)
+        make_private_dir(out.parent)
+        create_private_text(out, text, what="output batch")
+        try:
+            append_entry(fd, entry)
+        except BaseException as exc:
+            # A version the index does not list could never be verified: take it back.
+            out.unlink(missing_ok=True)
+            if isinstance(exc, OSError):
+                raise FarmError(
+                    f"{index}: cannot append to the ledger index: {exc.strerror}", hint=_WRITE_HINT
+                ) from None
+            raise
     warnings = list(result.budget_warnings())
     if batch.config.mode == "native" and result.plannerHandoffs > 0:
         warnings.append("plannerHandoffs > 0 in native mode; check the count")
     return new, warnings
+
+
+def _refuse_unless_latest(
+    batch_path: Path, batch_sha: str, slot_id: str, sequence: int, entries: list[LedgerEntry], index: Path
+) -> None:
+    """Refuse to extend a version the index already has a successor of, naming the slot if a later one holds it."""
+    if len(entries) <= sequence or entries[sequence].sha256 != batch_sha:
+        raise FarmError(
+            f"{index}: ledger index no longer lists {batch_path} as version {sequence}",
+            hint="the index changed while recording; run `farm desktop verify` on the latest version",
+        )
+    if entries[-1].sequence == sequence:
+        return
+    latest = entry_path(index, entries[-1])
+    hint = f"record from the latest version {latest}; forking an old version breaks the chain"
+    done = next((e for e in entries[sequence + 1 :] if e.recordedSlot == slot_id), None)
+    if done is not None:
+        raise FarmError(
+            f"{batch_path}: slot {slot_id} is already recorded in {entry_path(index, done)} (version {done.sequence})",
+            hint="a finished slot is never recorded twice: " + hint,
+        )
+    raise FarmError(
+        f"{batch_path}: is not the latest version, {entry_path(index, entries[sequence + 1])} was already made from it",
+        hint=hint,
+    )

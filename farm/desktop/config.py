@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import re
 import stat
+import unicodedata
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from farm.errors import FarmError
+from farm.desktop.jsonfile import parse_model_file, real_path
 
 # Text the example config ships with; a value that still contains one was never filled in.
 PLACEHOLDER_MARKERS: tuple[str, ...] = (
@@ -24,13 +24,27 @@ PLACEHOLDER_MARKERS: tuple[str, ...] = (
     "TODO",
 )
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
-M = TypeVar("M", bound=BaseModel)
+MAX_REPETITIONS = 100
+"""Most slots per task. The seed plans 3, then 10; a larger number is a typo, and a huge one would make a plan
+of billions of slots."""
 
 
 def placeholder_in(text: str) -> str | None:
     """The placeholder marker found in `text`, if any (case-insensitive)."""
     upper = text.upper()
     return next((marker for marker in PLACEHOLDER_MARKERS if marker.upper() in upper), None)
+
+
+def control_character_in(text: str, *, allow: str = "") -> str | None:
+    """The first control or format character of `text` (as U+XXXX) not in `allow`, if any.
+
+    Such characters (escape sequences, bidi overrides, NUL) reach terminals and reports verbatim and can make a
+    value read differently from what is stored.
+    """
+    for char in text:
+        if char not in allow and unicodedata.category(char) in ("Cc", "Cf"):
+            return f"U+{ord(char):04X}"
+    return None
 
 
 class DesktopConfig(BaseModel):
@@ -56,8 +70,8 @@ class DesktopConfig(BaseModel):
     """Agent runtime version or build id."""
     display: str = Field(min_length=1)
     """Number of displays, resolution, scaling, browser zoom."""
-    repetitions: int = Field(ge=1)
-    """Slots per task (3 at first, 10 once stable)."""
+    repetitions: int = Field(ge=1, le=MAX_REPETITIONS, strict=True)
+    """Slots per task (3 at first, 10 once stable); a JSON integer (true is not 1)."""
 
     @field_validator("commit")
     @classmethod
@@ -73,6 +87,9 @@ class DesktopConfig(BaseModel):
     def _filled_in(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("is blank")
+        control = control_character_in(value)
+        if control is not None:
+            raise ValueError(f"holds the control character {control}; write the value on one plain line")
         marker = placeholder_in(value)
         if marker is not None:
             raise ValueError(f"still holds example placeholder text ({marker!r}); write the real value")
@@ -85,34 +102,6 @@ class DesktopConfig(BaseModel):
         if self.mode == "jev" and self.jevModel.strip().lower() == "none":
             raise ValueError("jevModel: jev mode needs the real Jev model version or alias, not 'none'")
         return self
-
-
-def _first_error(exc: ValidationError) -> tuple[str, str]:
-    err = exc.errors()[0]
-    field = ".".join(str(part) for part in err["loc"]) or "config"
-    message = str(err["msg"]).removeprefix("Value error, ")
-    if ":" in message and not err["loc"]:
-        field, message = (part.strip() for part in message.split(":", 1))
-    return field, message
-
-
-def parse_model_file(path: Path, model: type[M], *, what: str, hint: str) -> M:
-    """Read a JSON file into `model`; any problem is a one-line FarmError naming file and field."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise FarmError(f"{path}: {what} not found", hint=hint) from None
-    except OSError as exc:
-        raise FarmError(f"{path}: cannot read {what}: {exc.strerror}", hint=hint) from None
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise FarmError(f"{path}: {what} is not valid UTF-8 JSON ({exc})", hint=hint) from None
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        field, message = _first_error(exc)
-        raise FarmError(f"{path}: field {field}: {message}", hint=hint) from None
 
 
 def load_config(path: Path) -> DesktopConfig:
@@ -141,7 +130,7 @@ def permission_warnings(config_path: Path, results_dir: Path) -> list[str]:
 
 def git_work_tree_of(path: Path) -> Path | None:
     """The git work tree that contains `path`, if any (found by its `.git` entry)."""
-    for candidate in (path.resolve(), *path.resolve().parents):
+    for candidate in (real_path(path), *real_path(path).parents):
         if (candidate / ".git").exists():
             return candidate
     return None

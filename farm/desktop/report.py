@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from farm.desktop.batch import load_batch, sha256_file
+from farm.desktop.batch import load_batch, read_batch
 from farm.desktop.chain import verify_chain
 from farm.desktop.stats import Number, Stats, summarise_batch
 from farm.errors import FarmError
@@ -104,7 +104,7 @@ def build_report(batch_paths: list[Path]) -> DesktopReport:
             hint="pass only the latest version of one batch",
         )
     path = batch_paths[0]
-    batch = load_batch(path)
+    batch, batch_sha = read_batch(path)
     try:
         chain = ChainStatus(verified=True, versions=len(verify_chain(path)))
     except FarmError as exc:
@@ -118,7 +118,7 @@ def build_report(batch_paths: list[Path]) -> DesktopReport:
     return DesktopReport(
         suite=batch.suite,
         batch=str(path),
-        batchSha256=sha256_file(path),
+        batchSha256=batch_sha,
         sequence=batch.sequence,
         mode=batch.config.mode,
         execution=batch.config.execution,

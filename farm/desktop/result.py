@@ -8,17 +8,22 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from farm.desktop.config import placeholder_in
+from farm.desktop.config import control_character_in, placeholder_in
 from farm.desktop.tasks import BUDGET_ACTIONS, BUDGET_SECONDS, ResultStatus
 
-_ISO_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|\+00:00)$")
-Count = Annotated[int, Field(ge=0, strict=True)]
+# ASCII digits only: `\d` would also take other scripts' digits, which no UTC clock writes.
+_ISO_UTC = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?(Z|\+00:00)$", re.ASCII)
+MAX_COUNT = 10_000
+"""Largest count a result may hold: far past anything a 180 s run can dispatch, so a bigger number is a typo."""
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT, strict=True)]
+"""A JSON integer 0..MAX_COUNT; strict, so true, 2.0 and NaN are refused rather than read as numbers."""
 
 
 def parse_utc(text: str) -> dt.datetime:
     """Parse an ISO-8601 UTC timestamp (`2026-01-01T00:00:00.000Z`); ValueError otherwise."""
     if not _ISO_UTC.fullmatch(text):
-        raise ValueError(f"{text!r} is not an ISO-8601 UTC timestamp like 2026-01-01T00:00:00.000Z")
+        shown = text if len(text) <= 40 else text[:40] + "…"
+        raise ValueError(f"{shown!r} is not an ISO-8601 UTC timestamp like 2026-01-01T00:00:00.000Z")
     return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
@@ -28,8 +33,9 @@ class RunResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     status: ResultStatus
-    """success: verified final state; failed (timeout: reason=timeout); blocked: no permission/environment
-    or an official refusal; cancelled: stopped by the operator or the budget."""
+    """success: verified final state within the budget; failed (a run past the time budget: reason=timeout);
+    blocked: no permission/environment or an official refusal; cancelled: stopped by the operator or by reaching
+    the action budget."""
     startedAt: str
     """ISO UTC time just before the full goal was handed over."""
     endedAt: str
@@ -64,6 +70,9 @@ class RunResult(BaseModel):
             marker = placeholder_in(item)
             if marker is not None:
                 raise ValueError(f"still holds example placeholder text ({marker!r}); cite the real evidence")
+            control = control_character_in(item)
+            if control is not None:
+                raise ValueError(f"holds the control character {control}; write each reference on one plain line")
         return value
 
     @field_validator("verification")
@@ -72,6 +81,14 @@ class RunResult(BaseModel):
         marker = placeholder_in(value)
         if marker is not None:
             raise ValueError(f"still holds example placeholder text ({marker!r}); write what was observed")
+        return value
+
+    @field_validator("verification", "reason")
+    @classmethod
+    def _plain_text(cls, value: str) -> str:
+        control = control_character_in(value, allow="\n\t")
+        if control is not None:
+            raise ValueError(f"holds the control character {control}; only line breaks and tabs are allowed")
         return value
 
     @model_validator(mode="after")
@@ -86,7 +103,30 @@ class RunResult(BaseModel):
             raise ValueError(f"status: a timeout is recorded as failed with reason=timeout, not {self.status}")
         if self.status == "success" and not self.verification.strip():
             raise ValueError("verification: required for a success (observed final state vs. acceptance)")
+        self._within_budget()
         return self
+
+    def _within_budget(self) -> None:
+        # Seed 000: the budget (180 s, 30 actions) is fixed before the slot starts and "整个任务不得超过总预算";
+        # reaching it stops the run ("预算到达即正常取消"), and "超时记 failed/reason=timeout". So a run past the
+        # time budget is a timeout whatever else happened, and a run past either budget is never a success.
+        if self.duration_ms() > BUDGET_SECONDS * 1000:
+            if self.status == "success":
+                raise ValueError(
+                    f"status: success took {self.duration_ms()} ms, past the {BUDGET_SECONDS} s budget; "
+                    "a run past the budget is not a success: record it as failed with reason=timeout"
+                )
+            if self.status != "failed" or self.reason.strip().lower() != "timeout":
+                raise ValueError(
+                    f"reason: the run took {self.duration_ms()} ms, past the {BUDGET_SECONDS} s budget; "
+                    f"a run past the budget is a timeout: record it as failed with reason=timeout, not {self.status} "
+                    "with another reason"
+                )
+        if self.status == "success" and self.actions > BUDGET_ACTIONS:
+            raise ValueError(
+                f"actions: {self.actions} exceed the {BUDGET_ACTIONS}-action budget, so the run is not a success; "
+                "the budget stops the run: record it as cancelled (or failed) with the reason"
+            )
 
     def duration_ms(self) -> int | float:
         """Wall-clock duration in milliseconds (an int unless the timestamps carry sub-millisecond digits)."""
@@ -99,15 +139,10 @@ class RunResult(BaseModel):
         return self.status == "success" and self.humanInterventions == 0 and self.wrongActions == 0
 
     def budget_warnings(self) -> list[str]:
-        """Departures from the fixed slot budget that an operator should double-check."""
-        warnings: list[str] = []
-        if self.status == "success" and self.duration_ms() > BUDGET_SECONDS * 1000:
-            warnings.append(
-                f"success took {self.duration_ms()} ms, over the {BUDGET_SECONDS} s budget; "
-                "a run past the budget is failed with reason=timeout"
-            )
-        if self.status == "failed" and self.duration_ms() > BUDGET_SECONDS * 1000 and self.reason.strip() != "timeout":
-            warnings.append(f"failed run past the {BUDGET_SECONDS} s budget; a timeout is recorded with reason=timeout")
+        """Departures from the budget that are recorded (never as a success) but an operator should double-check."""
         if self.actions > BUDGET_ACTIONS:
-            warnings.append(f"{self.actions} actions exceed the {BUDGET_ACTIONS}-action budget")
-        return warnings
+            return [
+                f"{self.actions} actions exceed the {BUDGET_ACTIONS}-action budget; the run should have been stopped "
+                f"at {BUDGET_ACTIONS}"
+            ]
+        return []

@@ -158,12 +158,10 @@ def test_record_refuses_an_unknown_field(tmp_path: Path) -> None:
     assert "field note" in _record_error(tmp_path, note="extra")
 
 
-def test_record_warns_about_a_success_past_the_budget(tmp_path: Path) -> None:
-    directory, b0 = planned_batch(tmp_path)
-    result = write_result(directory / "r.json", duration_ms=200_000)
-    outcome = farm("desktop", "record", b0, "calculator-add/1", result, directory / "b1.json")
-    assert outcome.code == 0
-    assert "over the 180 s budget" in outcome.stderr
+def test_record_refuses_a_success_past_the_budget(tmp_path: Path) -> None:
+    # Was accepted with a warning; seed 000 makes a run past the budget a timeout (failed, reason=timeout).
+    stderr = _record_error(tmp_path, **result_data(duration_ms=200_000))
+    assert "field status" in stderr and "past the 180 s budget" in stderr and "reason=timeout" in stderr
 
 
 def test_record_refuses_a_missing_result_file(tmp_path: Path) -> None:
