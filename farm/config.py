@@ -2,15 +2,35 @@
 
 from __future__ import annotations
 
+import math
+import os
+import string
 from pathlib import Path
+from typing import Annotated
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from farm.errors import FarmError
 from farm.llm.config import LLMConfig
 
 DEFAULT_CONFIG_NAME = "farm.yaml"
+MAX_CONFIG_BYTES = 1 << 20
+"""Largest farm.yaml read (1 MiB): a configuration is a page of text, not a data set."""
+MAX_SECONDS = 7 * 24 * 3600
+"""Longest watchdog accepted (a week)."""
+MAX_MB = 1 << 20
+"""Largest size in MB accepted anywhere in farm.yaml (1 TiB)."""
+
+
+def _path_text(value: str) -> str:
+    if "\0" in value:
+        raise ValueError("contains a NUL character")
+    return value
+
+
+PathText = Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(_path_text)]
+"""A directory named in farm.yaml: non-empty, no NUL."""
 
 
 class AdbServer(BaseModel):
@@ -18,7 +38,7 @@ class AdbServer(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    host: str = "127.0.0.1"
+    host: str = Field(default="127.0.0.1", min_length=1, max_length=253, pattern=r"^[^\s/@]+$")
     """Host name or address of the adb server."""
     port: int = Field(default=5037, ge=1, le=65535)
     """TCP port of the adb server."""
@@ -35,7 +55,7 @@ class HealthThresholds(BaseModel):
 
     min_battery_pct: int = Field(default=20, ge=0, le=100)
     """Minimum battery level unless the phone is charging."""
-    min_free_storage_mb: int = Field(default=500, ge=0)
+    min_free_storage_mb: int = Field(default=500, ge=0, le=MAX_MB)
     """Minimum free space on /sdcard (MB)."""
     require_unlocked: bool = True
     """Wake the screen and dismiss the keyguard; a phone that stays locked fails the gate."""
@@ -58,6 +78,21 @@ class InstrumentProfile(BaseModel):
     """The app's external files dir; `{package}` is filled."""
     output_dir: str = "{files_dir}/eval/{run}"
     """Where the app writes `eval/<run>/`; `{files_dir}`, `{package}`, `{run}` are filled."""
+
+    @field_validator("files_dir", "output_dir")
+    @classmethod
+    def _template(cls, value: str, info: ValidationInfo) -> str:
+        # A placeholder the code does not fill would only fail mid-run, on a phone: refuse it at load.
+        allowed = {"package"} if info.field_name == "files_dir" else {"files_dir", "package", "run"}
+        try:
+            names = {name for _, name, _, _ in string.Formatter().parse(value) if name is not None}
+        except ValueError as exc:
+            raise ValueError(f"not a valid template ({exc})") from None
+        unknown = sorted(n for n in names if n not in allowed)
+        if unknown:
+            known = ", ".join(f"{{{a}}}" for a in sorted(allowed))
+            raise ValueError(f"unknown placeholder {{{unknown[0]}}}; use {known}")
+        return value
 
     def resolved_files_dir(self) -> str:
         """The external files dir with `{package}` filled."""
@@ -89,11 +124,11 @@ class Pricing(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    input_per_m: float | None = Field(default=None, ge=0)
+    input_per_m: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     """New input tokens."""
-    output_per_m: float | None = Field(default=None, ge=0)
+    output_per_m: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     """Output tokens."""
-    cached_per_m: float | None = Field(default=None, ge=0)
+    cached_per_m: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     """Cached input tokens."""
 
 
@@ -102,9 +137,9 @@ class PullLimits(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_file_mb: float = Field(default=64, gt=0)
+    max_file_mb: float = Field(default=64, gt=0, le=MAX_MB, allow_inf_nan=False)
     """Largest single file accepted."""
-    max_total_mb: float = Field(default=1024, gt=0)
+    max_total_mb: float = Field(default=1024, gt=0, le=MAX_MB, allow_inf_nan=False)
     """Largest tree accepted."""
 
 
@@ -119,7 +154,7 @@ class FarmConfig(BaseModel):
     """Health gate thresholds."""
     profiles: dict[str, InstrumentProfile] = Field(default_factory=dict)
     """Instrument profiles by name; `sim` (the virtual phone's agent app) is always there."""
-    default_profile: str = "sim"
+    default_profile: str = Field(default="sim", min_length=1)
     """Profile used when `--profile` is not given."""
     signed_in: dict[str, list[str]] = Field(default_factory=dict)
     """Serial → packages/sites a person has signed in on that phone."""
@@ -129,12 +164,22 @@ class FarmConfig(BaseModel):
     """Default token prices."""
     pull: PullLimits = Field(default_factory=PullLimits)
     """Pull limits."""
-    idle_timeout_s: float = Field(default=600, gt=0)
-    """Default no-output watchdog per phone."""
-    runs_dir: str = "runs"
+    idle_timeout_s: float = Field(default=600, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
+    """Default no-output watchdog per phone (seconds, at most a week)."""
+    runs_dir: PathText = "runs"
     """Where run directories go."""
-    tasks_dir: str = "tasks"
+    tasks_dir: PathText = "tasks"
     """The task set root."""
+
+    @field_validator("llm")
+    @classmethod
+    def _finite_llm(cls, value: LLMConfig | None) -> LLMConfig | None:
+        # LLMConfig bounds its numbers from below only: `.inf` or `.nan` would reach a timeout or a backoff.
+        if value is not None:
+            for name, number in value.model_dump().items():
+                if isinstance(number, float) and not math.isfinite(number):
+                    raise ValueError(f"{name}: Input should be a finite number")
+        return value
 
     def all_profiles(self) -> dict[str, InstrumentProfile]:
         """Configured profiles plus the built-in `sim` profile (configured ones win)."""
@@ -156,21 +201,33 @@ def load_config(path: Path | None) -> FarmConfig:
     """Read and validate farm.yaml (`./farm.yaml` when `path` is None and it exists, else defaults)."""
     if path is None:
         candidate = Path(DEFAULT_CONFIG_NAME)
-        if not candidate.is_file():
+        if not os.path.lexists(candidate):
             return FarmConfig()
         path = candidate
+    if path.is_dir():
+        raise FarmError(f"{path}: is a directory, not a config file", hint="pass --config FILE, or remove it")
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
-        raise FarmError(f"{path}: cannot read config ({exc.strerror})", hint="pass --config FILE") from None
-    except UnicodeDecodeError:
-        raise FarmError(f"{path}: config is not UTF-8 text") from None
+        raise FarmError(f"{path}: cannot read config ({exc.strerror or exc})", hint="pass --config FILE") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise FarmError(f"{path}: config larger than {MAX_CONFIG_BYTES >> 20} MiB", hint="see farm.example.yaml")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FarmError(f"{path}: config is not UTF-8 text (byte {exc.start})", hint="save it as UTF-8") from None
+    if "\0" in text:
+        raise FarmError(f"{path}: config holds a NUL byte, it is not text", hint="see farm.example.yaml")
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
         raise FarmError(f"{path}:{where} invalid YAML", hint="fix the syntax") from None
+    except RecursionError:
+        # PyYAML builds nested collections recursively; no real farm.yaml nests more than a few levels.
+        raise FarmError(f"{path}: nested too deeply", hint="see farm.example.yaml") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -180,4 +237,5 @@ def load_config(path: Path | None) -> FarmConfig:
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        raise FarmError(f"{path}: {field}: {err['msg']}", hint="see farm.example.yaml") from None
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        raise FarmError(f"{path}: {field}: {msg}", hint="see farm.example.yaml") from None

@@ -29,7 +29,7 @@ from web_bench.browser.contract import BackendName, BrowserBackend
 from web_bench.matrix import PlannedRun
 from web_bench.records import to_record
 from web_bench.report import report_file, to_markdown
-from web_bench.results import PolicyName, WebRun, append_run
+from web_bench.results import MAX_TIMEOUT_MS, PolicyName, WebRun, append_run
 from web_bench.runner import RunContext, run_matrix
 from web_bench.site.catalog import SUITE_VERSION
 from web_bench.site.server import SiteServer
@@ -47,6 +47,13 @@ class ModelChoice(BaseModel):
     """Model name (else FARM_LLM_MODEL)."""
     reasoning_effort: str | None = None
     """Reasoning effort (else FARM_LLM_REASONING_EFFORT)."""
+
+
+def check_timeout_ms(timeout_ms: int) -> None:
+    """FarmError unless 1 ≤ `timeout_ms` ≤ MAX_TIMEOUT_MS (the bound a results line is read with)."""
+    if not 1 <= timeout_ms <= MAX_TIMEOUT_MS:
+        raise FarmError(f"--timeout-ms: must be 1…{MAX_TIMEOUT_MS} (a day), got {timeout_ms}",
+                        hint="pass the time limit of one run in milliseconds, e.g. --timeout-ms 120000")
 
 
 def default_run_id() -> str:
@@ -68,6 +75,7 @@ def open_backends(
                 from web_bench.browser.playwright_backend import PlaywrightBackend
 
                 backend: BrowserBackend = PlaywrightBackend(chromium)
+                stack.callback(backend.close)
             else:
                 from web_bench.browser.android_chrome import AndroidChromeBackend
 
@@ -75,10 +83,17 @@ def open_backends(
                     from web_bench.virtual_phone import VirtualChromePhone
 
                     phone = stack.enter_context(VirtualChromePhone(chromium))
-                    backend = AndroidChromeBackend(site.port, phone.serial, adb_port=phone.adb_port)
+                    android = AndroidChromeBackend(
+                        site.port, phone.serial, adb_port=phone.adb_port,
+                        chrome_hint="the virtual phone's Chromium stopped answering; check --chromium",
+                    )
                 else:
-                    backend = AndroidChromeBackend(site.port, serial)
-            stack.callback(backend.close)
+                    android = AndroidChromeBackend(site.port, serial)
+                stack.callback(android.close)
+                # Now, not at the first run: without Chrome every android run would fail the same way,
+                # after the run directory exists.
+                android.connect()
+                backend = android
             backends[name] = backend
         yield backends
 
@@ -125,10 +140,9 @@ def run_lane(
     virtual_phone: bool = False, on_run: Callable[[WebRun], None] = lambda _: None, policy: Policy | None = None,
 ) -> tuple[Path, Path]:
     """Run the matrix; returns (results JSONL, report Markdown). Refuses an existing output."""
-    if timeout_ms <= 0:
-        raise FarmError(f"--timeout-ms: must be positive, got {timeout_ms}")
+    check_timeout_ms(timeout_ms)
     results = output or runs_dir / run_id / "web" / "results.jsonl"
-    if results.exists():
+    if results.exists() or results.is_symlink():
         raise FarmError(f"{results}: output already exists",
                         hint="pass a new --output; results of different runs are never appended together")
     report_path = results.with_suffix(".report.md")

@@ -9,10 +9,13 @@ from pydantic import BaseModel, ConfigDict
 
 from farm.errors import FarmError
 from web_bench.browser.contract import BACKEND_NAMES, BackendName
+from web_bench.results import MAX_SEED
 from web_bench.site.catalog import TASK_NAMES
 from web_bench.site.state import TaskName
 
-MAX_SEED = 1_000_000
+MAX_RUNS = 100_000
+"""Most runs one `farm web run` plans (tasks × seeds × trials × backends): weeks of runs at a few seconds
+each. More is a typo, and would be refused only after building a list that does not fit in memory."""
 
 
 class PlannedRun(BaseModel):
@@ -55,19 +58,26 @@ def parse_tasks(text: str | None) -> list[TaskName]:
 
 
 def parse_seeds(text: str) -> list[int]:
-    """`1-5`, `3`, `1,4,9` or `1-3,7` → seeds; FarmError on anything else."""
-    seeds: list[int] = []
+    """`1-5`, `3`, `1,4,9` or `1-3,7` → seeds (each 0…MAX_SEED, at most MAX_RUNS of them); FarmError on
+    anything else."""
+    # A dict keeps first-seen order and makes the duplicate check constant-time over a million seeds.
+    seeds: dict[int, None] = {}
     for part in text.split(","):
         part = part.strip()
-        span = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        # ASCII digits, a bounded count of them: `int` refuses (with a traceback) over 4300 digits and
+        # accepts non-ASCII digits no one means.
+        span = re.fullmatch(r"(\d{1,9})(?:-(\d{1,9}))?", part, flags=re.ASCII)
         if span is None:
-            raise FarmError(f"--seeds: bad seed range {text!r}", hint="use e.g. 1-5, 3 or 1,4,9")
+            raise FarmError(f"--seeds: bad seed range {text[:40]!r}", hint="use e.g. 1-5, 3 or 1,4,9")
         low = int(span[1])
         high = int(span[2]) if span[2] else low
         if high < low or high > MAX_SEED:
             raise FarmError(f"--seeds: bad seed range {part!r}", hint=f"low-high with low ≤ high ≤ {MAX_SEED}")
-        seeds.extend(s for s in range(low, high + 1) if s not in seeds)
-    return seeds
+        if high - low + 1 <= MAX_RUNS:
+            seeds.update(dict.fromkeys(range(low, high + 1)))
+        if high - low + 1 > MAX_RUNS or len(seeds) > MAX_RUNS:
+            raise FarmError(f"--seeds: {text[:40]!r} is more than {MAX_RUNS} seeds", hint="choose fewer seeds")
+    return list(seeds)
 
 
 def parse_backends(text: str | None) -> list[BackendName]:
@@ -93,9 +103,13 @@ def pair_order(task: str, seed: int, trial: int, backends: list[BackendName]) ->
 
 
 def plan(tasks: list[TaskName], seeds: list[int], trials: int, backends: list[BackendName]) -> list[PlannedRun]:
-    """Every run, pair by pair."""
+    """Every run, pair by pair; FarmError for fewer than one trial or more than MAX_RUNS runs."""
     if trials < 1:
-        raise FarmError(f"--trials: must be at least 1, got {trials}")
+        raise FarmError(f"--trials: must be at least 1, got {trials}", hint="pass --trials 1 or more")
+    total = len(tasks) * len(seeds) * trials * len(backends)
+    if total > MAX_RUNS:
+        raise FarmError(f"--trials/--seeds: {total} runs planned, more than {MAX_RUNS}",
+                        hint="choose fewer trials, seeds or tasks, or split the benchmark into several runs")
     runs: list[PlannedRun] = []
     for trial in range(1, trials + 1):
         for seed in seeds:

@@ -4,6 +4,7 @@ bootstrap intervals, order sensitivity and token columns — as Markdown or one 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import Field
@@ -12,7 +13,7 @@ from farm.camel import CamelModel
 from farm.errors import FarmError
 from farm.results.stats import nearest_rank, paired_ratio_bootstrap, wilson
 from web_bench.browser.contract import BACKEND_NAMES
-from web_bench.results import WebRun, read_runs
+from web_bench.results import RunIdentity, WebRun, read_results
 
 # The web lane's bootstrap seed since its first report: keeping it keeps published intervals reproducible.
 _BOOTSTRAP_SEED = 20260601
@@ -124,6 +125,12 @@ class WebReport(CamelModel):
     """task → backend → `successes/runs`."""
     failures: list[str] = Field(default_factory=list)
     """One line per failed run: pair, backend, status and why."""
+    rejected_lines: list[str] = Field(default_factory=list)
+    """One `file:line: why` per line refused on reading (bad bytes, bad JSON, wrong type, number out of
+    range, a line that contradicts itself); counted nowhere."""
+    duplicate_runs: list[str] = Field(default_factory=list)
+    """One line per run written on more than one line (same run id, backend, task, seed and trial): the
+    run counts once, from its last line."""
 
 
 def _penalised(run: WebRun) -> float:
@@ -162,10 +169,36 @@ def _ratio(a: list[float], b: list[float], *, geometric: bool) -> Ratio:
     return Ratio(n=r.n, value=r.ratio, ci95=r.interval)
 
 
-def build_report(runs: list[WebRun], source: str) -> WebReport:
-    """The report of one results file; FarmError for an empty file or mixed suite versions."""
+def _latest_per_run(runs: Sequence[WebRun], lines: Sequence[int], source: str) -> tuple[list[WebRun], list[str]]:
+    """One run per identity, the last line of each kept in its place; and one note per repeated identity."""
+    seen: dict[RunIdentity, list[int]] = {}
+    latest: dict[RunIdentity, WebRun] = {}
+    for run, line in zip(runs, lines, strict=True):
+        key = run.identity()
+        seen.setdefault(key, []).append(line)
+        # Re-inserted so the kept run sits where its last line was.
+        latest.pop(key, None)
+        latest[key] = run
+    notes = [
+        f"{source}: lines {', '.join(map(str, at))} are one run ({run_id}, {backend}, {task}:{seed}:{trial}); "
+        f"line {at[-1]} counts"
+        for (run_id, backend, task, seed, trial), at in seen.items() if len(at) > 1
+    ]
+    return list(latest.values()), notes
+
+
+def build_report(
+    runs: Sequence[WebRun], source: str, *, lines: Sequence[int] | None = None, rejected: Sequence[str] = (),
+) -> WebReport:
+    """The report of one results file (`lines`: the line of each run, default its position; `rejected`: the
+    lines refused on reading). A run written twice counts once, from its last line. FarmError for a file
+    without a valid run or with mixed suite versions."""
     if not runs:
+        if rejected:
+            raise FarmError(f"{source}: no valid runs; {len(rejected)} line(s) rejected, first: {rejected[0]}",
+                            hint="is this a `farm web run` results file?")
         raise FarmError(f"{source}: no runs in the file", hint="run `farm web run` first")
+    runs, duplicates = _latest_per_run(runs, range(1, len(runs) + 1) if lines is None else lines, source)
     versions = sorted({r.benchmark_suite_version for r in runs})
     if len(versions) > 1:
         raise FarmError(
@@ -177,9 +210,10 @@ def build_report(runs: list[WebRun], source: str) -> WebReport:
     a = ordered[0]
     b = ordered[1] if len(ordered) > 1 else None
     by_backend = {name: [r for r in runs if r.backend == name] for name in ordered}
-    pairs: dict[str, dict[str, WebRun]] = defaultdict(dict)
+    # Keyed by run id too: the same pair id in two runs is two pairs, not one overwritten.
+    pairs: dict[tuple[str, str], dict[str, WebRun]] = defaultdict(dict)
     for r in runs:
-        pairs[r.pair_id][r.backend] = r
+        pairs[(r.run_id, r.pair_id)][r.backend] = r
     complete = [p for p in pairs.values() if b is not None and a in p and b in p]
     counts = PairCounts(
         total=len(complete),
@@ -218,12 +252,14 @@ def build_report(runs: list[WebRun], source: str) -> WebReport:
             f"{r.error or r.validation.detail}"
             for r in runs if not r.success
         ],
+        rejected_lines=list(rejected), duplicate_runs=duplicates,
     )
 
 
 def report_file(path: Path) -> WebReport:
-    """Read a results file and build its report."""
-    return build_report(read_runs(path), str(path))
+    """Read a results file and build its report (rejected and repeated lines listed in it)."""
+    read = read_results(path)
+    return build_report(read.runs, str(path), lines=read.line_numbers, rejected=read.rejected)
 
 
 def _ms(value: float | None) -> str:
@@ -240,6 +276,9 @@ def _ratio_text(r: Ratio) -> str:
 def to_markdown(rep: WebReport) -> str:
     """The report as Markdown (success rates first)."""
     lines = [f"# Web backend benchmark — suite version {rep.suite_version}", "", f"Source: `{rep.source}`", ""]
+    if rep.rejected_lines or rep.duplicate_runs:
+        lines += [f"**{len(rep.rejected_lines)} line(s) rejected and {len(rep.duplicate_runs)} run(s) written more "
+                  "than once** (listed at the end): rejected lines count nowhere, a repeated run counts once.", ""]
     lines += ["## Success", "", "| backend | runs | successes | success rate | 95 % CI | infra errors |",
               "|---|---:|---:|---:|---|---:|"]
     for name, s in rep.backends.items():
@@ -280,4 +319,8 @@ def to_markdown(rep: WebReport) -> str:
         lines.append(f"| {task} | " + " | ".join(cells.get(n, "—") for n in names) + " |")
     if rep.failures:
         lines += ["", "## Failed runs", ""] + [f"- {line}" for line in rep.failures]
+    if rep.rejected_lines:
+        lines += ["", "## Rejected lines", ""] + [f"- {line}" for line in rep.rejected_lines]
+    if rep.duplicate_runs:
+        lines += ["", "## Runs written more than once", ""] + [f"- {line}" for line in rep.duplicate_runs]
     return "\n".join(lines) + "\n"

@@ -1,45 +1,70 @@
-"""The web lane's JSONL: one `WebRun` line per run, appended as soon as the run ends."""
+"""The web lane's JSONL: one `WebRun` line per run, appended as soon as the run ends.
+
+Nothing a results file says is trusted: every field has its exact JSON type (no `"yes"` for a bool, no
+`"1"` for a number), every number its range (the same bounds as the farm `Record`, so an accepted line
+always becomes a record), and a line that breaks any of it is rejected by number while the others are kept.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal, Self
 
-from pydantic import Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import ErrorDetails
 
 from farm.camel import CamelModel
 from farm.errors import FarmError
+from farm.results.record import MAX_TOKENS, CostUsd, Count, Millis, Ordinal
 
 TurnStatus = Literal["completed", "timeout", "max_steps", "error"]
 PolicyName = Literal["model", "scripted"]
 
+MAX_SEED = 1_000_000
+"""Largest data seed (`--seeds`)."""
+MAX_TIMEOUT_MS = 86_400_000
+"""Longest time limit of one run: a day. Far above any real run; a failure counts twice this in the
+failure-penalty metric, so it also keeps that sum finite."""
 
-class Timings(CamelModel):
-    """Where the time of a run went, in milliseconds; null when not measured."""
+RunIdentity = tuple[str, str, str, int, int]
+"""(run id, backend, task, seed, trial): which run a line is."""
+TokenCount = Annotated[int, Field(ge=0, le=MAX_TOKENS)]
+"""Tokens of one kind summed over a turn: 0…MAX_TOKENS (the `Record`'s bound)."""
 
-    completion_ms: float
+
+class _Strict(CamelModel):
+    """A results-file model: JSON types exact, nothing coerced (a string is never read as a bool or number)."""
+
+    model_config = ConfigDict(strict=True)
+
+
+class Timings(_Strict):
+    """Where the time of a run went, in milliseconds (finite, 0…MAX_MS); null when not measured."""
+
+    completion_ms: Millis
     """Prompt sent → turn end (the report's main metric)."""
-    state_reached_ms: float | None = None
+    state_reached_ms: Millis | None = None
     """Prompt sent → the state API first showed the goal state (50 ms polling); null for read tasks
     and runs that never reached it."""
-    ttft_ms: float | None = None
+    ttft_ms: Millis | None = None
     """Prompt sent → first non-empty model output (the first model reply; replies are not streamed);
     null without a model."""
-    tool_wall_ms: float = 0.0
+    tool_wall_ms: Millis = 0.0
     """Sum of tool call → tool result times."""
 
 
-class TokenCounts(CamelModel):
-    """Tokens summed over every model step of the turn; null when no step reported them."""
+class TokenCounts(_Strict):
+    """Tokens summed over every model step of the turn (each 0…MAX_TOKENS); null when no step reported them."""
 
-    new_input: int | None = None
+    new_input: TokenCount | None = None
     """Input tokens not served from a prompt cache."""
-    cache_read: int | None = None
+    cache_read: TokenCount | None = None
     """Input tokens read from a prompt cache."""
-    cache_write: int | None = None
+    cache_write: TokenCount | None = None
     """Input tokens written to a prompt cache."""
-    output: int | None = None
+    output: TokenCount | None = None
     """Output tokens."""
 
     def prompt(self) -> int | None:
@@ -48,31 +73,31 @@ class TokenCounts(CamelModel):
         return sum(parts) if parts else None
 
 
-class EventRun(CamelModel):
+class EventRun(_Strict):
     """A run of consecutive events of one type."""
 
     type: str
     """Event type, e.g. `tool/call`."""
-    count: int = Field(ge=1)
-    """How many in a row."""
+    count: Ordinal
+    """How many in a row (1…MAX_COUNT)."""
 
 
-class Diagnostics(CamelModel):
-    """What happened during the turn, for finding out why a run failed."""
+class Diagnostics(_Strict):
+    """What happened during the turn, for finding out why a run failed. Counts are 0…MAX_COUNT."""
 
     event_type_runs: list[EventRun] = Field(default_factory=list)
     """Lossless run-length encoding of the event sequence (expand `{type, count}` to restore it)."""
-    tool_calls: int = 0
+    tool_calls: Count = 0
     """Tool calls made."""
-    model_calls: int = 0
+    model_calls: Count = 0
     """Model requests made."""
     disallowed_tools: list[str] = Field(default_factory=list)
     """Names of non-`browser_*` tools the model called (any makes the run fail)."""
-    tool_errors: int = 0
+    tool_errors: Count = 0
     """Tool calls that returned an error."""
 
 
-class Validation(CamelModel):
+class Validation(_Strict):
     """The validator's decision (from the state API and the answer)."""
 
     passed: bool
@@ -85,24 +110,26 @@ class Validation(CamelModel):
     """What was checked and found."""
 
 
-class WebRun(CamelModel):
-    """One run: one task instance on one backend."""
+class WebRun(_Strict):
+    """One run: one task instance on one backend. A line that contradicts itself (success without a passed,
+    completed turn; a pair id that is not its task, seed and trial; a run order that disagrees with the
+    first backend) is refused like a malformed one."""
 
-    benchmark_suite_version: int
+    benchmark_suite_version: int = Field(ge=1)
     """Task suite version (`web_bench.site.SUITE_VERSION`) the run used."""
     run_id: str
     """Run id (`runs/<id>/`)."""
     task: str
     """Task name."""
-    seed: int
-    """Data seed."""
-    trial: int
+    seed: int = Field(ge=0, le=MAX_SEED)
+    """Data seed (0…MAX_SEED)."""
+    trial: Ordinal
     """Trial number (1-based) of the (task, seed) pair."""
     pair_id: str
     """`task:seed:trial`, shared by the runs of one pair."""
     backend: str
     """Browser backend (`playwright` or `android-chrome`)."""
-    order_in_pair: int = Field(ge=1)
+    order_in_pair: Ordinal
     """1 when this backend ran first in its pair."""
     first_backend: str
     """The backend that ran first in this pair."""
@@ -130,20 +157,44 @@ class WebRun(CamelModel):
     """The final answer text."""
     validation: Validation
     """Validator output."""
-    timeout_ms: int
-    """The run's time limit (a failure counts 2 × this in the failure-penalty metric)."""
+    timeout_ms: int = Field(ge=1, le=MAX_TIMEOUT_MS)
+    """The run's time limit, 1…MAX_TIMEOUT_MS (a failure counts 2 × this in the failure-penalty metric)."""
     timings: Timings
     """Timings."""
     tokens: TokenCounts = Field(default_factory=TokenCounts)
     """Token usage."""
-    cost_usd: float | None = None
-    """Cost, null when unknown."""
+    cost_usd: CostUsd | None = None
+    """Cost (finite, 0…MAX_COST_USD), null when unknown."""
     diagnostics: Diagnostics = Field(default_factory=Diagnostics)
     """Event summary."""
     started_at: str
     """ISO-8601 UTC start."""
     ended_at: str
     """ISO-8601 UTC end."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        expected_pair = f"{self.task}:{self.seed}:{self.trial}"
+        if self.pair_id != expected_pair:
+            raise ValueError(f"pairId {self.pair_id!r} is not task:seed:trial ({expected_pair!r})")
+        if (self.order_in_pair == 1) != (self.first_backend == self.backend):
+            raise ValueError(f"orderInPair {self.order_in_pair} disagrees with firstBackend {self.first_backend!r}")
+        if self.success:
+            # The report's success rate is the headline number: a line may not claim what its own fields deny.
+            denied = [why for why, bad in (
+                (f"status is {self.status}", self.status != "completed"),
+                ("validation did not pass", not self.validation.passed),
+                ("infrastructureError is set", self.infrastructure_error),
+                ("a forbidden tool was used", bool(self.diagnostics.disallowed_tools)),
+            ) if bad]
+            if denied:
+                raise ValueError(f"success is true but {'; '.join(denied)}")
+        return self
+
+    def identity(self) -> RunIdentity:
+        """Which run this line is: (run id, backend, task, seed, trial) — its `Record`'s unit (run, device,
+        task, instance, repeat). Two lines with one identity are the same run written twice."""
+        return (self.run_id, self.backend, self.task, self.seed, self.trial)
 
 
 def run_length(events: Iterable[str]) -> list[EventRun]:
@@ -169,25 +220,86 @@ def append_run(path: Path, run: WebRun) -> None:
         handle.flush()
 
 
-def read_runs(path: Path) -> list[WebRun]:
-    """Every line of a results file; FarmError naming the line on a bad one."""
+@dataclass
+class ResultLines:
+    """The readable lines of a results file and the ones refused."""
+
+    runs: list[WebRun] = field(default_factory=list)
+    """Every accepted line, in file order (duplicates included: the report counts each run once)."""
+    line_numbers: list[int] = field(default_factory=list)
+    """The line each of `runs` came from."""
+    rejected: list[str] = field(default_factory=list)
+    """One `file:line: why` per refused line."""
+
+
+_NOT_RESULTS = "is this a `farm web run` results file?"
+
+
+def _open_results(path: Path) -> None:
+    # Checked before opening: a directory or a FIFO would raise or block on read, and /dev/zero never ends.
+    if path.is_dir():
+        raise FarmError(f"{path}: is a directory, not a results file",
+                        hint="pass the JSONL written by `farm web run`, e.g. runs/<id>/web/results.jsonl")
+    if not path.exists():
+        raise FarmError(f"{path}: no such results file", hint="pass the JSONL written by `farm web run`")
+    if not path.is_file():
+        raise FarmError(f"{path}: not a regular file", hint="pass the JSONL written by `farm web run`")
+
+
+def _problem(errors: list[ErrorDetails]) -> str:
+    err = errors[0]
+    where = ".".join(str(p) for p in err["loc"])
+    # A validator's own message already names the value; pydantic's "Value error, " prefix adds nothing.
+    msg = str(err["ctx"]["error"]) if err["type"] == "value_error" and "ctx" in err else err["msg"]
+    if err["type"] not in ("missing", "value_error", "json_invalid") and "input" in err:
+        msg += f" (got {repr(err['input'])[:40]})"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: {msg}{more}" if where else f"{msg}{more}"
+
+
+def read_results(path: Path) -> ResultLines:
+    """Every line of a results file, each accepted or rejected on its own (bad bytes, bad JSON, a wrong type
+    or an out-of-range number reject that line only). FarmError when the file cannot be read at all, or
+    for a line from before suite versioning."""
+    _open_results(path)
+    read = ResultLines()
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise FarmError(f"{path}: no such results file", hint="pass the JSONL written by `farm web run`") from None
-    runs = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            runs.append(WebRun.model_validate_json(line))
-        except ValidationError as exc:
-            err = exc.errors(include_input=False, include_url=False)[0]
-            where = ".".join(str(p) for p in err["loc"]) or "line"
-            if where == "benchmarkSuiteVersion" and err["type"] == "missing":
-                raise FarmError(f"{path}:{number}: no benchmarkSuiteVersion",
-                                hint="results from before suite versioning are not comparable; "
-                                     "report them separately") from None
-            raise FarmError(f"{path}:{number}: {where}: {err['msg']}",
-                            hint="is this a `farm web run` results file?") from None
-    return runs
+        # Split on LF only, in bytes: `str.splitlines` also splits on U+2028 and friends, which JSON strings
+        # carry unescaped, and one bad byte must cost its line, not the file.
+        with path.open("rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                if raw.strip():
+                    _read_line(path, number, raw, read)
+    except OSError as exc:
+        raise FarmError(f"{path}: cannot read ({exc.strerror or exc})", hint="check the file's permissions") from None
+    return read
+
+
+def _read_line(path: Path, number: int, raw: bytes, read: ResultLines) -> None:
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        read.rejected.append(f"{path}:{number}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})")
+        return
+    try:
+        # pydantic's own JSON parser: it stops at a fixed nesting depth with an error instead of recursing
+        # until the stack runs out.
+        run = WebRun.model_validate_json(line)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        if len(errors) == 1 and errors[0]["type"] == "missing" and errors[0]["loc"] == ("benchmarkSuiteVersion",):
+            raise FarmError(f"{path}:{number}: no benchmarkSuiteVersion",
+                            hint="results from before suite versioning are not comparable; "
+                                 "report them separately") from None
+        read.rejected.append(f"{path}:{number}: {_problem(errors)}")
+        return
+    read.runs.append(run)
+    read.line_numbers.append(number)
+
+
+def read_runs(path: Path) -> list[WebRun]:
+    """Every run of a results file this harness wrote; FarmError naming the first rejected line."""
+    read = read_results(path)
+    if read.rejected:
+        raise FarmError(read.rejected[0], hint=_NOT_RESULTS)
+    return read.runs

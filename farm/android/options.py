@@ -12,11 +12,13 @@ to plan runs before any phone is reached.
 
 from __future__ import annotations
 
+import math
+import re
 import time
 from pathlib import Path
-from typing import Literal, TypeVar, get_args
+from typing import Annotated, Literal, TypeVar, get_args
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from farm.config import FarmConfig, InstrumentProfile, Pricing
 from farm.errors import FarmError
@@ -27,6 +29,42 @@ ChannelChoice = Literal["web", "app"]
 PolicyName = Literal["model", "scripted"]
 
 _Model = TypeVar("_Model", bound=BaseModel)
+
+_FLAG = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}=(on|off)")
+FLAGS_HINT = "use none, or key=on / key=off pairs joined by commas (e.g. fastScroll=on,cache=off)"
+MAX_SECONDS = 7 * 24 * 3600.0
+"""Longest watchdog or deadline accepted (a week): anything longer is a typo, not a plan."""
+
+
+def _eval_flags(value: str | None) -> str | None:
+    # The agent app splits `evalFlags` on ',' and '=': anything else would reach it half-parsed.
+    if value is None or value == "none":
+        return value
+    pairs = value.split(",")
+    bad = next((p for p in pairs if not _FLAG.fullmatch(p)), None)
+    if bad is not None:
+        raise ValueError(f"{bad!r} is not key=on or key=off")
+    keys = [p.split("=", 1)[0] for p in pairs]
+    twice = next((k for k in keys if keys.count(k) > 1), None)
+    if twice is not None:
+        raise ValueError(f"{twice!r} is given twice")
+    return value
+
+
+EvalFlags = Annotated[str | None, AfterValidator(_eval_flags)]
+"""`evalFlags`: `none` or `key=on|off` pairs joined by commas."""
+Price = Annotated[float | None, Field(ge=0, allow_inf_nan=False)]
+"""USD per million tokens: a finite number, 0 or more; null = unknown."""
+
+
+def check_seconds(value: float | None, flag: str) -> float | None:
+    """`value` if it is None or a finite number of seconds in (0, a week]; else a one-line FarmError naming `flag`."""
+    if value is None:
+        return None
+    if not math.isfinite(value) or value <= 0 or value > MAX_SECONDS:
+        raise FarmError(f"{flag} {value:g}: not a positive number of seconds",
+                        hint=f"pass seconds greater than 0 and at most {MAX_SECONDS:.0f} (a week)")
+    return value
 
 
 class AgentOptions(BaseModel):
@@ -40,18 +78,18 @@ class AgentOptions(BaseModel):
     """`--set`: task directory or id prefix (e.g. `read/system`); null = every task of the split."""
     allow_irreversible: bool = False
     """Run `irreversible` tasks (they really send, delete or order)."""
-    price_in: float | None = None
+    price_in: Price = None
     """USD per million new input tokens; null = farm.yaml `pricing.input_per_m`, else unknown."""
-    price_out: float | None = None
+    price_out: Price = None
     """USD per million output tokens; null = farm.yaml `pricing.output_per_m`, else unknown."""
-    price_cached: float | None = None
+    price_cached: Price = None
     """USD per million cached input tokens; null = farm.yaml `pricing.cached_per_m`, else unknown."""
     on_takeover: TakeoverChoice | None = None
     """What the agent does when a person takes over the phone; null = the agent's default (cancel)."""
     channel: ChannelChoice | None = None
     """Force every task through the web or the app; null = the agent chooses."""
-    flags: str | None = None
-    """`evalFlags` value passed through to the agent app (`none` or `key=on,…`)."""
+    flags: EvalFlags = None
+    """`evalFlags` value passed through to the agent app (`none` or `key=on,…`; `key=off` turns one off)."""
     learn_skills: bool = False
     """Let the agent learn skills during the run."""
     memory: bool = False
@@ -108,7 +146,7 @@ class RunOptions(BaseModel):
     """Name of the instrument profile in farm.yaml (`sim` = the virtual phone's agent app)."""
     profile: InstrumentProfile
     """Agent app package, test package, runner, eval class, output dir template."""
-    idle_timeout_s: float = 600.0
+    idle_timeout_s: float = Field(default=600.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
     """Stop a phone whose executor produced no output for this long."""
     deadline_monotonic: float | None = None
     """`time.monotonic()` value after which every phone stops; null = no deadline."""
@@ -124,10 +162,13 @@ class RunOptions(BaseModel):
     ) -> RunOptions:
         """Options of a run started at `started` (monotonic): farm.yaml fills the profile, prices and watchdog."""
         profile_name, prof = cfg.profile(profile)
+        # 0 is a value, not "unset": a zero watchdog or deadline is refused, never replaced by the default.
+        idle = check_seconds(idle_timeout_s, "--idle-timeout")
+        deadline = check_seconds(deadline_s, "--deadline")
         return cls(
             agent=agent.with_defaults(cfg.pricing), profile_name=profile_name, profile=prof,
-            idle_timeout_s=idle_timeout_s or cfg.idle_timeout_s,
-            deadline_monotonic=started + deadline_s if deadline_s else None,
+            idle_timeout_s=cfg.idle_timeout_s if idle is None else idle,
+            deadline_monotonic=None if deadline is None else started + deadline,
         )
 
 
@@ -172,7 +213,11 @@ def from_flags(kind: type[_Model], /, **values: object) -> _Model:
             choices = [str(c) for c in _choices(kind, name)]
             hint = f"use {', '.join(choices[:-1])} or {choices[-1]}" if len(choices) > 1 else None
             raise FarmError(f"{flag} {values.get(name)}: invalid", hint=hint) from None
-        raise FarmError(f"{flag}: {err['msg']}") from None
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        hint = FLAGS_HINT if name == "flags" else None
+        if name.startswith("price_"):
+            hint = "pass USD per million tokens: a finite number, 0 or more"
+        raise FarmError(f"{flag} {values.get(name)}: {msg[:1].lower()}{msg[1:]}", hint=hint) from None
 
 
 def _choices(model: type[BaseModel], name: str) -> list[object]:

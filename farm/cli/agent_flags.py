@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from farm.android.options import AgentOptions, HostSettings, from_flags
+from farm.cli.paths import check_input_dir, check_output_dir
 from farm.errors import FarmError
+
+if TYPE_CHECKING:
+    # Imported when a command runs, not when `farm` builds its command list (every invocation pays that).
+    from farm.android.options import AgentOptions, HostSettings
 
 SetPrefix = Annotated[str | None, typer.Option("--set", help="Task directory or id prefix (e.g. read/system).")]
 Profile = Annotated[str | None, typer.Option("--profile", help="Instrument profile from farm.yaml.")]
@@ -41,6 +45,8 @@ def agent_options(
     memory: bool,
 ) -> AgentOptions:
     """The agent options from the flags (a bad choice is one line naming the flag)."""
+    from farm.android.options import AgentOptions, from_flags
+
     return from_flags(
         AgentOptions, split=split, set_prefix=set_prefix, allow_irreversible=allow_irreversible, price_in=price_in,
         price_out=price_out, price_cached=price_cached, on_takeover=on_takeover, channel=channel, flags=flags,
@@ -62,9 +68,49 @@ def host_settings(
     api_key_env: str | None, reasoning_effort: str | None, screenshots: bool, scripts_dir: Path | None,
 ) -> HostSettings | None:
     """The host executor's settings from the flags; None for the instrument executor."""
+    if scripts_dir is not None:
+        check_input_dir(scripts_dir, "--scripts-dir",
+                        hint="pass the directory holding the scripted policy's scripts (default fixtures/scripts/)")
     if executor != "host":
         return None
+    from farm.android.options import HostSettings, from_flags
+
     return from_flags(
         HostSettings, policy=policy, model=model, provider=provider, base_url=base_url, api_key_env=api_key_env,
         reasoning_effort=reasoning_effort, screenshots=screenshots, scripts_dir=scripts_dir,
     )
+
+
+def check_fraction(value: float | None, flag: str) -> float | None:
+    """`value` if it is None or a number in [0, 1] (NaN is not); else a one-line FarmError naming `flag`."""
+    if value is not None and not 0.0 <= value <= 1.0:
+        raise FarmError(f"{flag} {value:g}: not a rate between 0 and 1", hint=f"pass e.g. {flag} 0.8")
+    return value
+
+
+def check_runs_dir(runs_dir: Path | None, config: Path | None) -> None:
+    """The runs directory (the flag, else farm.yaml's `runs_dir`) is a directory or can be made: checked before
+    a phone is reached or anything is written, so a bad one is one line naming where it came from."""
+    if runs_dir is not None:
+        check_output_dir(runs_dir, "--runs-dir")
+        return
+    from farm.config import load_config
+
+    check_output_dir(Path(load_config(config).runs_dir), runs_dir_source(config))
+
+
+def runs_dir_source(config: Path | None) -> str:
+    """Where the runs directory came from when --runs-dir is not given: farm.yaml's `runs_dir`, or the default
+    (which --runs-dir changes)."""
+    from farm.config import DEFAULT_CONFIG_NAME
+
+    if config is not None:
+        return f"{config}: runs_dir"
+    return f"{DEFAULT_CONFIG_NAME}: runs_dir" if Path(DEFAULT_CONFIG_NAME).exists() else "--runs-dir (default)"
+
+
+def check_adb_port() -> None:
+    """ANDROID_ADB_SERVER_PORT, when set, is a port number: checked before anything is written."""
+    from farm.android.devices import local_port
+
+    local_port()

@@ -40,9 +40,10 @@ def run(
     idle_timeout: float | None = typer.Option(None, "--idle-timeout", help="Seconds without output per task."),
     deadline: float | None = typer.Option(None, "--deadline",
                                           help="Seconds until no task starts (the rest are recorded unfinished)."),
-    batch: int = typer.Option(1, "--batch", min=1,
+    batch: int = typer.Option(1, "--batch", min=1, max=1000,
                               help="instrument executor: tasks per am instrument call (1: each record at once)."),
-    max_tries: int = typer.Option(3, "--max-tries", min=1, help="Tries of a task after infrastructure failures."),
+    max_tries: int = typer.Option(3, "--max-tries", min=1, max=100,
+                                  help="Tries of a task after infrastructure failures."),
     fail_under: float | None = typer.Option(None, "--fail-under", min=0.0, max=1.0,
                                             help="Exit 4 when the pass rate is below this (0–1)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
@@ -81,11 +82,13 @@ def run(
     """
     import sys
 
-    from farm.android.lane import run as run_lane
-    from farm.android.lane import run_request
+    from farm.android.options import check_seconds
 
     if resume and run_id:
         raise FarmError("--resume RUN continues that run", hint="leave out --run-id")
+    check_seconds(idle_timeout, "--idle-timeout")
+    check_seconds(deadline, "--deadline")
+    af.check_fraction(fail_under, "--fail-under")
     agent = af.agent_options(
         split=split, set_prefix=set_prefix, allow_irreversible=allow_irreversible, price_in=price_in,
         price_out=price_out, price_cached=price_cached, on_takeover=on_takeover, channel=channel, flags=flags,
@@ -94,6 +97,11 @@ def run(
     host = af.host_settings(executor, policy=policy, model=model, provider=provider, base_url=base_url,
                             api_key_env=api_key_env, reasoning_effort=reasoning_effort, screenshots=screenshots,
                             scripts_dir=scripts_dir)
+    af.check_adb_port()
+    af.check_runs_dir(runs_dir, config)
+    from farm.android.lane import run as run_lane
+    from farm.android.lane import run_request
+
     req = run_request(
         agent=agent, serials=device, all_phones=all_phones, profile=profile,
         executor=af.executor_name(executor), run_id=resume or run_id, resume=resume is not None,
@@ -132,6 +140,7 @@ def devices_cmd(
     from farm.android import devices, health
     from farm.config import load_config
 
+    devices.local_port()
     cfg = load_config(config)
     _name, prof = cfg.profile(profile)
     found = devices.discover(cfg)
@@ -163,6 +172,10 @@ def pull(
 ) -> None:
     """Pull eval/<run>/ from a phone (a run started elsewhere) and normalise it into records."""
     import sys
+
+    # Before anything imports adbutils, whose import reads ANDROID_ADB_SERVER_PORT and fails on a bad one.
+    af.check_adb_port()
+    af.check_runs_dir(runs_dir, config)
 
     from farm.android.collect import pull_run
     from farm.config import load_config

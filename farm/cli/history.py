@@ -9,7 +9,7 @@ import typer
 
 def history(
     label: str | None = typer.Option(None, "--label", help="Only runs with this manifest label (e.g. nightly)."),
-    last: int = typer.Option(14, "--last", min=1, help="Show the last N runs, by creation time."),
+    last: int = typer.Option(14, "--last", min=1, max=10000, help="Show the last N runs, by creation time."),
     runs_dir: Path | None = typer.Option(None, "--runs-dir", help="Where run directories are (default: farm.yaml)."),
     out: Path | None = typer.Option(
         None, "--out", help="Directory for history.md and history.html (default <runs-dir>/history/<label>-<newest>/)."
@@ -18,11 +18,17 @@ def history(
     config: Path | None = typer.Option(None, "--config", help="farm.yaml (default ./farm.yaml if present)."),
 ) -> None:
     """Pass rate per night, regressions and fixes against the previous night, flaky tasks, phone health."""
+    from farm.cli.agent_flags import runs_dir_source
+    from farm.cli.paths import check_input_dir, check_output_dir
     from farm.config import load_config
     from farm.report.history import default_out_dir, write_history
     from farm.results.history import load_history
 
     root = runs_dir if runs_dir is not None else Path(load_config(config).runs_dir)
+    check_input_dir(root, "--runs-dir" if runs_dir is not None else runs_dir_source(config),
+                    hint="pass --runs-dir DIR, the directory holding the runs")
+    if out is not None:
+        check_output_dir(out, "--out")
     result = load_history(root, label=label, last=last, include_holdout=include_holdout)
     if result.warnings:
         from farm.cli import err_console

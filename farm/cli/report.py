@@ -15,8 +15,11 @@ def report(
     out: Path | None = typer.Option(None, "--out", help="Directory for the reports (must not hold reports)."),
 ) -> None:
     """Aggregate run(s) into report.md, report.html, junit.xml and scores.csv."""
+    from farm.cli.paths import check_output_dir
     from farm.report.build import build_reports, resolve_run_dir
 
+    if out is not None:
+        check_output_dir(out, "--out")
     dirs = [resolve_run_dir(r, runs_dir) for r in runs]
     for path in build_reports(dirs, include_holdout=include_holdout, overrides=overrides, out_dir=out,
                               on_warning=_warn):

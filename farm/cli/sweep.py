@@ -26,7 +26,8 @@ def sweep_cmd(
     split: str = typer.Option("all", "--split", help="tune, holdout or all."),
     spread: str = typer.Option("every-phone", "--spread",
                                help="every-phone (each phone runs every task it can) or shard (each task once)."),
-    repeats: int = typer.Option(1, "--repeats", min=1, help="Runs of each unit (pass@k, pass^k, flaky list)."),
+    repeats: int = typer.Option(1, "--repeats", min=1, max=1000,
+                                help="Runs of each unit (pass@k, pass^k, flaky list)."),
     device: list[str] = typer.Option([], "--device", help="Only this phone (repeatable); default every phone."),
     all_phones: bool = typer.Option(True, "--all-phones/--listed-phones",
                                     help="Every healthy phone (the default), or only --device ones."),
@@ -35,10 +36,11 @@ def sweep_cmd(
     resume: str | None = typer.Option(None, "--resume", help="Continue the stopped sweep RUN."),
     retry_from: str | None = typer.Option(None, "--retry-from",
                                           help="New run (--run-id) reusing RUN's finished units (mixed provenance)."),
-    batch: int = typer.Option(1, "--batch", min=1,
+    batch: int = typer.Option(1, "--batch", min=1, max=1000,
                               help="instrument executor: units of distinct tasks per am instrument call."),
-    max_tries: int = typer.Option(3, "--max-tries", min=1, help="Tries of a unit after infrastructure failures."),
-    quarantine_after: int = typer.Option(3, "--quarantine-after", min=1,
+    max_tries: int = typer.Option(3, "--max-tries", min=1, max=100,
+                                  help="Tries of a unit after infrastructure failures."),
+    quarantine_after: int = typer.Option(3, "--quarantine-after", min=1, max=1000,
                                          help="Infrastructure failures in a row that quarantine a phone."),
     recheck: float = typer.Option(60.0, "--recheck", help="Seconds between health checks of quarantined phones."),
     fail_under: float | None = typer.Option(None, "--fail-under", min=0.0, max=1.0,
@@ -68,6 +70,8 @@ def sweep_cmd(
     screenshots: af.Screenshots = False,
     scripts_dir: af.ScriptsDir = None,
 ) -> None:
+    from farm.android.options import check_seconds
+    from farm.names import check_name
     from farm.sweep.plan import Spread
     from farm.sweep.request import SweepRequest
     from farm.sweep.sweep import sweep
@@ -80,6 +84,12 @@ def sweep_cmd(
         raise FarmError("--retry-from OLD makes a new run", hint="pass --run-id NEW")
     if not all_phones and not device:
         raise FarmError("--listed-phones without --device", hint="name the phones with --device SERIAL")
+    # Names first: the sweep takes the farm lock (a file in the runs directory) before it reaches a phone.
+    for value, what in ((resume, "--resume"), (run_id, "--run-id"), (retry_from, "--retry-from"), (label, "--label")):
+        if value is not None:
+            check_name(value, what)
+    check_seconds(recheck, "--recheck")
+    af.check_fraction(fail_under, "--fail-under")
     agent = af.agent_options(
         split=split, set_prefix=set_prefix, allow_irreversible=allow_irreversible, price_in=price_in,
         price_out=price_out, price_cached=price_cached, on_takeover=on_takeover, channel=channel, flags=flags,
@@ -88,6 +98,8 @@ def sweep_cmd(
     host = af.host_settings(executor, policy=policy, model=model, provider=provider, base_url=base_url,
                             api_key_env=api_key_env, reasoning_effort=reasoning_effort, screenshots=screenshots,
                             scripts_dir=scripts_dir)
+    af.check_adb_port()
+    af.check_runs_dir(runs_dir, config)
     req = SweepRequest(
         agent=agent, spread=cast(Spread, spread), repeats=repeats, host=host,
         executor=af.executor_name(executor),

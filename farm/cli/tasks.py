@@ -37,7 +37,10 @@ def check(
         table.add_row(row.directory, str(row.count), str(row.tune), str(row.holdout), allowed, minimum)
     console.print(table)
     if report.violations:
-        console.print(f"{len(report.violations)} violation(s) in {len(report.tasks)} task(s)", markup=False)
+        # The listing above is the report (stdout); the verdict is the one error line on stderr.
+        Console(stderr=True, highlight=False, soft_wrap=True).print(
+            f"error: {len(report.violations)} violation(s) in {len(report.tasks)} task(s) — fix the lines listed "
+            "above", markup=False)
         raise typer.Exit(2)
     console.print(f"ok: {len(report.tasks)} tasks", markup=False)
 

@@ -24,8 +24,11 @@ console = Console(highlight=False)
 @web_app.command("serve")
 def serve(port: int = typer.Option(8765, "--port", help="Port on 127.0.0.1 (0 = any free port).")) -> None:
     """Serve the task site on 127.0.0.1 until interrupted."""
+    from farm.errors import FarmError
     from web_bench.site.server import SiteServer
 
+    if not 0 <= port <= 65535:
+        raise FarmError(f"--port: {port} is not a TCP port", hint="pass 0…65535 (0 = any free port)")
     server = SiteServer(port)
     server.start()
     console.print(f"task site on {server.base_url} (Ctrl-C to stop)")
@@ -39,9 +42,9 @@ def serve(port: int = typer.Option(8765, "--port", help="Port on 127.0.0.1 (0 = 
 def run(
     tasks: str = typer.Option("", "--tasks", help="Comma-separated task names (default: all six)."),
     seeds: str = typer.Option("1-5", "--seeds", help="Seeds, e.g. 1-5 or 1,4,9."),
-    trials: int = typer.Option(1, "--trials", help="Trials per (task, seed)."),
+    trials: int = typer.Option(1, "--trials", help="Trials per (task, seed), 1 or more."),
     backends: str = typer.Option("playwright,android-chrome", "--backends", help="Backends to compare."),
-    timeout_ms: int = typer.Option(120000, "--timeout-ms", help="Time limit per run."),
+    timeout_ms: int = typer.Option(120000, "--timeout-ms", help="Time limit per run, 1…86400000 ms."),
     policy: str = typer.Option("model", "--policy", help="model | scripted (no model)."),
     provider: str | None = typer.Option(None, "--provider", help="openai | anthropic (else FARM_LLM_PROVIDER)."),
     model: str | None = typer.Option(None, "--model", help="Model name (else FARM_LLM_MODEL)."),
@@ -58,13 +61,18 @@ def run(
     chromium: str | None = typer.Option(None, "--chromium", help="Chromium executable (default /usr/bin/chromium)."),
 ) -> None:
     """Run tasks × seeds × trials on every backend, pair by pair; append one JSON line per run."""
+    from farm.cli.paths import check_output_dir
     from farm.errors import FarmError
     from farm.names import check_name
-    from web_bench.lane import ModelChoice, default_run_id, run_lane
+    from web_bench.lane import ModelChoice, check_timeout_ms, default_run_id, run_lane
     from web_bench.matrix import parse_backends, parse_seeds, parse_tasks, plan
 
+    # Every value is checked here, before a dry run prints a plan it could not run.
     if policy not in ("model", "scripted"):
-        raise FarmError(f"--policy: unknown policy {policy!r}", hint="use model or scripted")
+        raise FarmError(f"--policy: unknown policy {policy[:40]!r}", hint="use model or scripted")
+    if trials < 1:
+        raise FarmError(f"--trials: must be at least 1, got {trials}", hint="pass --trials 1 or more")
+    check_timeout_ms(timeout_ms)
     if run_id is not None:
         check_name(run_id, "--run-id")
     task_list = parse_tasks(tasks)
@@ -78,6 +86,11 @@ def run(
         console.print(f"{len(matrix)} runs")
         return
     rid = run_id or default_run_id()
+    # Before the site, browsers or phone start: a directory that cannot be made would fail only at the first
+    # write, after the run directory exists.
+    check_output_dir(runs_dir, "--runs-dir")
+    results_dir = output.parent if output is not None else runs_dir / rid / "web"
+    check_output_dir(results_dir, "--output" if output is not None else "--runs-dir")
 
     def show(run: WebRun) -> None:
         why = escape(run.error or run.validation.detail)
@@ -103,11 +116,18 @@ def report(
     from web_bench.report import report_file, to_markdown
 
     if file is None:
-        found = sorted(runs_dir.glob("*/web/*.jsonl"), key=lambda p: p.stat().st_mtime)
+        found = sorted((p for p in runs_dir.glob("*/web/*.jsonl") if p.is_file()), key=lambda p: p.stat().st_mtime)
         if not found:
             raise FarmError(f"{runs_dir}: no web results found", hint="pass the JSONL file")
         file = found[-1]
     rep = report_file(file)
+    # On stderr, so `--json` output stays one JSON object; the report itself lists every line.
+    if rep.rejected_lines:
+        typer.echo(f"warning: {file}: {len(rep.rejected_lines)} line(s) rejected, first: {rep.rejected_lines[0]}",
+                   err=True)
+    if rep.duplicate_runs:
+        typer.echo(f"warning: {file}: {len(rep.duplicate_runs)} run(s) written more than once, each counted once",
+                   err=True)
     if as_json:
         print(rep.model_dump_json(by_alias=True, indent=2))
     else:

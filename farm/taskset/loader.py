@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -16,6 +17,10 @@ from farm.taskset.model import CHECK_TYPES, Task
 SPECIAL_SETS = ("skills", "memory")
 """Directories run only when chosen explicitly (`--set skills`)."""
 SplitChoice = Literal["tune", "holdout", "all"]
+MAX_TASK_BYTES = 256 << 10
+"""Largest task file read (256 KiB; the biggest shipped task is a few KiB)."""
+MAX_TASK_DEPTH = 32
+"""Deepest array/object nesting of a task file (the schema needs four or five levels)."""
 
 
 @dataclass(frozen=True)
@@ -93,20 +98,59 @@ def _validation_error(path: Path, exc: ValidationError) -> TaskFileError:
     return TaskFileError(path, field_path(loc), msg, hint=hint)
 
 
-def parse_task_file(path: Path, root: Path) -> LoadedTask:
-    """Parse and validate one task file; TaskFileError (a FarmError) with file:line:col or field path."""
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]')
+"""A JSON string (skipped whole, so brackets inside it do not count) or an opening/closing bracket."""
+
+
+def json_depth_over(text: str, limit: int) -> tuple[int, int] | None:
+    """(line, column) where the nesting of `text` first goes deeper than `limit` arrays/objects, else None.
+
+    Iterative, so a hostile file (100000 `[`) is refused before a recursive parser sees it.
+    """
+    depth = 0
+    for match in _JSON_TOKEN.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > limit:
+                line = text.count("\n", 0, match.start()) + 1
+                return line, match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
+        elif token in "]}":
+            depth -= 1
+    return None
+
+
+def read_task_json(path: Path) -> tuple[bytes, object]:
+    """A task file's bytes and its parsed JSON; TaskFileError when it cannot be read, is too large, is not
+    UTF-8, nests too deeply or is not JSON. Every reader of task files goes through here."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            data = handle.read(MAX_TASK_BYTES + 1)
     except OSError as exc:
-        raise TaskFileError(path, "file", f"cannot read: {exc.strerror}") from exc
+        raise TaskFileError(path, "file", f"cannot read: {exc.strerror or exc}") from exc
+    if len(data) > MAX_TASK_BYTES:
+        raise TaskFileError(path, "file", f"larger than {MAX_TASK_BYTES >> 10} KiB",
+                            hint="a task is one small JSON object (see seed 003)")
     try:
-        raw = json.loads(data.decode("utf-8"))
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise TaskFileError(path, "file", f"not UTF-8 (byte {exc.start})", hint="save the file as UTF-8") from exc
+    deep = json_depth_over(text, MAX_TASK_DEPTH)
+    if deep is not None:
+        raise TaskFileError(path, "json", f"nested deeper than {MAX_TASK_DEPTH} levels",
+                            hint="a task nests a few levels at most (see seed 003)", position=deep)
+    try:
+        raw = json.loads(text)
     except json.JSONDecodeError as exc:
         raise TaskFileError(
             path, "json", f"malformed JSON: {exc.msg}", hint="fix the JSON syntax", position=(exc.lineno, exc.colno)
         ) from exc
+    return data, raw
+
+
+def parse_task_file(path: Path, root: Path) -> LoadedTask:
+    """Parse and validate one task file; TaskFileError (a FarmError) with file:line:col or field path."""
+    data, raw = read_task_json(path)
     if not isinstance(raw, dict):
         raise TaskFileError(path, "task", "a task file holds one JSON object")
     try:

@@ -8,7 +8,6 @@ layout and holdout tolerance in `layout`; their public names are re-exported her
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from farm.taskset.loader import (
     TaskFileError,
     choose_tasks,
     parse_task_file,
+    read_task_json,
     task_files,
 )
 from farm.taskset.probes import ProbeSpec, load_catalogue
@@ -197,8 +197,8 @@ class _Checker(TaskRules):
 
 def _declared_partition(path: Path) -> str | None:
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        _data, raw = read_task_json(path)
+    except TaskFileError:
         return None
     value = raw.get("partition") if isinstance(raw, dict) else None
     return value if value in ("tune", "holdout") else None

@@ -42,10 +42,27 @@ def test_seed_forms() -> None:
     assert parse_seeds("1-3,7") == [1, 2, 3, 7]
 
 
-@pytest.mark.parametrize("bad", ["", "a", "5-1", "1-", "-3", "1..3", "1-2000000"])
+@pytest.mark.parametrize("bad", ["", "a", "5-1", "1-", "-3", "1..3", "1-2000000", "1,,2", "\u0663", "1-" + "9" * 5000])
 def test_bad_seed_ranges_are_refused(bad: str) -> None:
     with pytest.raises(FarmError, match="--seeds"):
         parse_seeds(bad)
+
+
+def test_too_many_seeds_are_refused_at_once() -> None:
+    # A million seeds would plan 12 million runs; the refusal comes before the list is built.
+    with pytest.raises(FarmError, match="more than 100000 seeds"):
+        parse_seeds("1-1000000")
+    with pytest.raises(FarmError, match="more than 100000 seeds"):
+        parse_seeds("1-60000,60001-120000")
+
+
+def test_overlapping_seed_ranges_count_each_seed_once() -> None:
+    assert len(parse_seeds("1-60000,1-60000")) == 60000
+
+
+def test_plan_over_the_run_limit_is_refused() -> None:
+    with pytest.raises(FarmError, match=r"--trials/--seeds: 120000 runs planned, more than 100000"):
+        plan(["order_lookup"], list(range(1, 61)), 1000, parse_backends(None))
 
 
 def test_unknown_backend_is_refused() -> None:
@@ -53,9 +70,10 @@ def test_unknown_backend_is_refused() -> None:
         parse_backends("playwright,firefox")
 
 
-def test_zero_trials_are_refused() -> None:
-    with pytest.raises(FarmError, match="--trials"):
-        plan(["order_lookup"], [1], 0, ["playwright"])
+@pytest.mark.parametrize("trials", [0, -1])
+def test_fewer_than_one_trial_is_refused(trials: int) -> None:
+    with pytest.raises(FarmError, match="--trials: must be at least 1"):
+        plan(["order_lookup"], [1], trials, ["playwright"])
 
 
 @given(st.lists(st.sampled_from(["tool/call", "tool/result", "model/response", "turn/end"]), max_size=40))

@@ -21,6 +21,10 @@ from web_bench.browser.contract import LOCALE, TIMEZONE, VIEWPORT, BackendName
 from web_bench.browser.page_tools import PageSession
 
 DEVTOOLS_SOCKET = "localabstract:chrome_devtools_remote"
+NO_PHONE_HINT = "or run android-chrome on a simulated phone with --virtual-phone, or use --backends playwright"
+"""How to go on without a phone, on every error that says a phone or its Chrome is not there."""
+PHONE_CHROME_HINT = f"open Chrome on the phone and enable USB debugging, {NO_PHONE_HINT}"
+"""The fix when a real phone's Chrome does not answer."""
 
 
 def pick_device(serial: str | None, adb_port: int | None = None) -> adbutils.AdbDevice:
@@ -31,29 +35,33 @@ def pick_device(serial: str | None, adb_port: int | None = None) -> adbutils.Adb
         devices = [d for d in client.device_list() if d.serial]
     except (adbutils.AdbError, OSError) as exc:
         raise FarmError(f"adb server 127.0.0.1:{port}: not reachable ({exc})",
-                        hint="start it with `adb start-server` or set ANDROID_ADB_SERVER_PORT") from None
+                        hint=f"start it with `adb start-server` or set ANDROID_ADB_SERVER_PORT, "
+                             f"{NO_PHONE_HINT}") from None
     if serial is not None:
         for device in devices:
             if device.serial == serial:
                 return device
         raise FarmError(f"{serial}: no such phone on adb server 127.0.0.1:{port}",
-                        hint="check `adb devices` and --serial")
+                        hint=f"check `adb devices` and --serial, {NO_PHONE_HINT}")
     if len(devices) != 1:
         found = ", ".join(d.serial or "?" for d in devices) or "none"
-        raise FarmError(f"android-chrome: need exactly one phone, found {found}",
-                        hint="pass --serial, or use --backends playwright")
+        fix = "pass --serial to choose one" if devices else "connect a phone with USB debugging on"
+        raise FarmError(f"android-chrome: need exactly one phone, found {found}", hint=f"{fix}, {NO_PHONE_HINT}")
     return devices[0]
 
 
-def devtools_ws_url(local_port: int) -> str:
-    """The browser WebSocket URL behind a forwarded DevTools port, pointed at the forward."""
+def devtools_ws_url(local_port: int, serial: str = "", *, hint: str = PHONE_CHROME_HINT) -> str:
+    """The browser WebSocket URL behind a forwarded DevTools port, pointed at the forward (FarmError with
+    `hint` when nothing answers there)."""
     try:
         response = httpx.get(f"http://127.0.0.1:{local_port}/json/version", timeout=10.0)
         response.raise_for_status()
         ws = str(response.json()["webSocketDebuggerUrl"])
     except (httpx.HTTPError, KeyError, ValueError) as exc:
-        raise FarmError(f"127.0.0.1:{local_port} ({DEVTOOLS_SOCKET}): Chrome DevTools not answering ({exc})",
-                        hint="open Chrome on the phone and enable USB debugging") from None
+        where = f"{serial}: " if serial else ""
+        raise FarmError(
+            f"{where}Chrome DevTools not answering on 127.0.0.1:{local_port} ({DEVTOOLS_SOCKET}): {exc}", hint=hint
+        ) from None
     # Chrome names whatever host it thinks it has; the forward is the only way in.
     parts = urlsplit(ws)
     return urlunsplit(("ws", f"127.0.0.1:{local_port}", parts.path, parts.query, ""))
@@ -65,8 +73,12 @@ class AndroidChromeBackend:
 
     name: BackendName = "android-chrome"
 
-    def __init__(self, site_port: int, serial: str | None = None, *, adb_port: int | None = None) -> None:
+    def __init__(
+        self, site_port: int, serial: str | None = None, *, adb_port: int | None = None,
+        chrome_hint: str = PHONE_CHROME_HINT,
+    ) -> None:
         self.device = pick_device(serial, adb_port)
+        self.chrome_hint = chrome_hint
         self.serial = self.device.serial or ""
         self.site_port = site_port
         self.local_port = 0
@@ -82,7 +94,7 @@ class AndroidChromeBackend:
                 self.local_port = self.device.forward_port(DEVTOOLS_SOCKET)
             except (adbutils.AdbError, OSError) as exc:
                 raise FarmError(f"{self.serial}: adb forward/reverse failed ({exc})") from None
-            endpoint = devtools_ws_url(self.local_port)
+            endpoint = devtools_ws_url(self.local_port, self.serial, hint=self.chrome_hint)
             playwright = driver.acquire()
             self._driver = True
             try:
@@ -91,8 +103,13 @@ class AndroidChromeBackend:
                 driver.release()
                 self._driver = False
                 first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-                raise FarmError(f"{self.serial}: cannot connect to Chrome over CDP: {first}") from None
+                raise FarmError(f"{self.serial}: cannot connect to Chrome over CDP: {first}",
+                                hint=self.chrome_hint) from None
         return self._browser
+
+    def connect(self) -> None:
+        """Connect now rather than on the first session, so a missing Chrome is refused before any run."""
+        _ = self.browser
 
     def new_session(self) -> PageSession:
         """A new tab with a clean cookie jar, sized and localised like the playwright backend."""
