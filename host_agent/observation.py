@@ -170,7 +170,7 @@ def _decode(value: str) -> str:
     out = _REF.sub(_ref_char, value)
     if _SURROGATE.search(out):
         # Pairs become the character they encode; a lone half becomes U+FFFD (text must stay encodable).
-        out = out.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        out = _whole_chars(out)
     return out
 
 
@@ -248,9 +248,20 @@ def _plain(value: str) -> bool:
     return '"' not in value and len(value) <= MAX_TEXT and value.isprintable() and "  " not in value
 
 
+_COORD_MAX = 2**31 - 1
+
+
+def _coord(digits: str) -> int:
+    # Bounds are Java ints: a longer number is no coordinate (and past 4300 digits `int()` refuses it), so it
+    # is pinned to the int range instead.
+    if len(digits) <= 11:
+        return int(digits)
+    return -_COORD_MAX - 1 if digits.startswith("-") else _COORD_MAX
+
+
 def _to_node(ref: int, row: _Fields) -> UiNode:
     (text, rid, cls, _pkg, desc, _ck, _cd, clickable, _en, _fo, scrollable, *_rest) = row
-    box = (int(row[15]), int(row[16]), int(row[17]), int(row[18]))
+    box = (_coord(row[15]), _coord(row[16]), _coord(row[17]), _coord(row[18]))
     return UiNode(ref, cls, text, desc, rid, box, clickable == "true", scrollable == "true", cls.endswith("EditText"))
 
 
@@ -271,8 +282,15 @@ def _expat_fields(xml: str | bytes) -> list[_Fields]:
 
     parser = expat.ParserCreate()
     parser.StartElementHandler = start
+    # A dump declares no entities. One that does is refused before any reference to it is expanded (expat's
+    # own amplification limit only stops past megabytes); external ones are never fetched either way.
+    parser.EntityDeclHandler = _refuse_entity
     parser.Parse(xml, True)
     return rows
+
+
+def _refuse_entity(name: str, *_args: object) -> None:
+    raise expat.ExpatError(f"entity declaration {name!r} refused: a hierarchy dump declares none")
 
 
 def _decoded(rows: list[_Fields], text: str) -> list[_Fields]:
@@ -313,14 +331,42 @@ def _mixed_fields(text: str, rows: list[_Fields] | None = None) -> list[_Fields]
 
 
 def _fields(xml: str | bytes) -> list[_Fields]:
-    text = xml.decode("utf-8") if isinstance(xml, bytes) else xml
+    if isinstance(xml, bytes):
+        try:
+            text = xml.decode("utf-8")
+        except UnicodeDecodeError:
+            # Not UTF-8: expat reads a document that declares (or BOM-marks) its encoding, else refuses it.
+            try:
+                return _expat_fields(xml)
+            except (LookupError, ValueError) as exc:
+                # pyexpat looks a declared encoding up among Python's codecs: an unknown, multi-byte or binary
+                # one fails there, and that document is as unreadable as a malformed one.
+                raise expat.ExpatError(f"unreadable encoding: {exc}") from None
+    else:
+        text = xml
     rows: list[_Fields] = _JAR_NODE.findall(text)
     if _MISSED not in rows:
         return _decoded(rows, text)
     # Nodes in another layout go to expat alone; past about half the nodes, one expat pass over the
     # document costs less than cutting out every tag (bench/bench_observation.py measures both).
-    mixed = _mixed_fields(text, rows) if rows.count(_MISSED) * 2 <= len(rows) else None
-    return _expat_fields(xml) if mixed is None else mixed
+    try:
+        mixed = _mixed_fields(text, rows) if rows.count(_MISSED) * 2 <= len(rows) else None
+        # The decoded text, not the bytes: both readers then read the same characters, and a declared encoding
+        # (which pyexpat would look up among Python's codecs) cannot contradict the UTF-8 already decoded.
+        return _expat_fields(text) if mixed is None else mixed
+    except UnicodeEncodeError:
+        # expat takes text as UTF-8, which a lone surrogate (see `_whole_chars`) is not: read it mended.
+        return _fields(_whole_chars(text))
+
+
+def _whole_chars(text: str) -> str:
+    """`text` with surrogate pairs joined and each lone half replaced by U+FFFD (as a reference to one reads)."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def _mended(rows: list[_Fields]) -> list[_Fields]:
+    """The rows with `_whole_chars` applied to their values (flags and bounds hold no surrogate)."""
+    return [(*map(_whole_chars, row[:5]), *row[5:]) for row in rows]
 
 
 def hierarchy_rows(xml: str | bytes) -> tuple[list[_Fields], list[str], str]:
@@ -334,7 +380,13 @@ def _observation(rows: list[_Fields], package: str, activity: str) -> Observatio
     kept, lines = _rows_to_lines(rows)
     package = package or (rows[0][3] if rows else "")
     header = f"app: {package}/{activity}" if activity else f"app: {package}"
-    return Observation(text="\n".join([header, *lines]), rows=kept, package=package, activity=activity)
+    text = "\n".join([header, *lines])
+    if _SURROGATE.search(text):
+        # A text dump (uiautomator2 hands over a decoded JSON string) can hold half a surrogate pair as a code
+        # point, where an app cut a text inside an emoji: mended as for a reference to one, so the text stays
+        # encodable for the digest and the transcript. Only the listed text is searched: this is the hot path.
+        return _observation(_mended(rows), _whole_chars(package), _whole_chars(activity))
+    return Observation(text=text, rows=kept, package=package, activity=activity)
 
 
 def observe_xml(xml: str | bytes, *, package: str = "", activity: str = "") -> Observation:

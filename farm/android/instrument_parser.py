@@ -76,7 +76,9 @@ class InstrumentEvent:
 
 @dataclass
 class _Bundle:
-    values: dict[str, str] = field(default_factory=dict)
+    # Each value as its lines, joined when the bundle ends: appending to a growing string re-copies it on every
+    # wrapped line, and a crash can wrap a stream value over hundreds of thousands of lines.
+    lines: dict[str, list[str]] = field(default_factory=dict)
     last_key: str | None = None
 
     def add(self, body: str) -> None:
@@ -84,19 +86,24 @@ class _Bundle:
         if not sep:
             self.append(body)
             return
-        self.values[key.strip()] = value
+        self.lines[key.strip()] = [value]
         self.last_key = key.strip()
 
     def append(self, line: str) -> None:
         if self.last_key is not None:
-            self.values[self.last_key] += "\n" + line
+            self.lines[self.last_key].append(line)
+
+    @property
+    def values(self) -> dict[str, str]:
+        return {key: "\n".join(parts) for key, parts in self.lines.items()}
 
 
 class InstrumentParser:
     """Feed text (`feed`) or lines (`feed_line`); call `close()` when the stream ends."""
 
     def __init__(self) -> None:
-        self._buffer = ""
+        self._partial: list[str] = []
+        """The line still arriving, in the pieces it came in (joined once, when its end arrives)."""
         self._status = _Bundle()
         self._result = _Bundle()
         self._current: _Bundle | None = None
@@ -126,8 +133,14 @@ class InstrumentParser:
 
     def feed(self, text: str) -> list[InstrumentEvent]:
         """Parse a chunk of output (may end mid-line); return the new events."""
-        self._buffer += text
-        *lines, self._buffer = self._buffer.split("\n")
+        if "\n" not in text:
+            # Splitting the whole pending line again on every read would make one long line quadratic.
+            if text:
+                self._partial.append(text)
+            return []
+        self._partial.append(text)
+        *lines, rest = "".join(self._partial).split("\n")
+        self._partial = [rest] if rest else []
         out: list[InstrumentEvent] = []
         for line in lines:
             out.extend(self.feed_line(line))
@@ -169,8 +182,8 @@ class InstrumentParser:
     def close(self) -> list[InstrumentEvent]:
         """The stream ended: flush a last partial line and settle the run."""
         out: list[InstrumentEvent] = []
-        if self._buffer:
-            last, self._buffer = self._buffer, ""
+        if self._partial:
+            last, self._partial = "".join(self._partial), []
             # An unterminated code line without a number was cut mid-value ("-" of "-2"): reading it
             # as ERROR would invent a failure, so the test stays open and ends incomplete instead.
             prefix = next((p for p in (STATUS_CODE, CODE) if last.startswith(p)), None)
@@ -180,7 +193,10 @@ class InstrumentParser:
         if not self.started:
             # Nothing parseable arrived (empty output, `am` usage text): ddmlib fails the run.
             self._fail(NO_TEST_RESULTS, tail, end=True)
-        elif not self.ended and self.failed_reason is None:
+        elif not self.ended and self.failed_reason is not None:
+            # Failed but not ended (an abort the output went on after): a test started since is still open.
+            self._end_open_test(tail)
+        elif not self.ended:
             self._end_open_test(tail)
             if self.completed < self.expected or any(e.status == "incomplete" for e in tail):
                 reason = f"Test run failed to complete. Expected {self.expected} tests, executed {self.completed}"

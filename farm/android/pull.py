@@ -35,6 +35,8 @@ _MB = 1024 * 1024
 DATA_MAX = 64 * 1024
 """Largest DATA chunk the sync protocol allows (SYNC_DATA_MAX); a bigger one is a protocol error."""
 _NAME_MAX = 4096
+_LOCAL_NAME_MAX = 255
+"""Longest file name (bytes) the local file systems take (NAME_MAX); a phone's file system may allow longer ones."""
 _READ_BUFFER = 256 * 1024
 WINDOW_FILES = 32
 """RECV requests in flight at most; the replies wait in the adb server's flow-controlled stream, not here."""
@@ -176,6 +178,9 @@ def refuse_reason(name: str) -> str | None:
         return "name contains a path separator"
     if ".." in PurePosixPath(name).parts or name.startswith(".."):
         return "name escapes the directory"
+    if len(name.encode("utf-8", "surrogateescape")) > _LOCAL_NAME_MAX:
+        # Refused here, by name: creating it would fail with ENAMETOOLONG and stop the whole pull.
+        return f"name longer than {_LOCAL_NAME_MAX} bytes"
     return None
 
 

@@ -113,8 +113,10 @@ def attach_cmd(
     runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", help="Directory holding run directories."),
 ) -> None:
     """Add BATCH to the run manifest and write its reports into runs/<RUN>/desktop/."""
+    from farm.cli.paths import check_output_dir
     from farm.desktop.attach import attach_batch
 
+    check_output_dir(runs_dir, "--runs-dir")
     command = ["farm", "desktop", "attach", run, str(batch), "--runs-dir", str(runs_dir)]
     run_dir, outputs = attach_batch(runs_dir, run, batch, command=command)
     for rel in outputs:

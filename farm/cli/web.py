@@ -77,7 +77,12 @@ def run(
         check_name(run_id, "--run-id")
     task_list = parse_tasks(tasks)
     seed_list = parse_seeds(seeds)[:1] if smoke else parse_seeds(seeds)
-    matrix = plan(task_list, seed_list, 1 if smoke else trials, parse_backends(backends))
+    backend_list = parse_backends(backends)
+    if "android-chrome" in backend_list:
+        from farm.android.devices import local_port
+
+        local_port()  # adbutils' own import fails on a bad ANDROID_ADB_SERVER_PORT, with a traceback
+    matrix = plan(task_list, seed_list, 1 if smoke else trials, backend_list)
     if dry_run:
         table = Table("#", "pair", "backend", "order")
         for n, planned in enumerate(matrix, start=1):

@@ -131,8 +131,10 @@ def connect(run_dirs: Sequence[Path], *, records_view: bool = True) -> duckdb.Du
             continue
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             raise FarmError(f"{path}: invalid manifest JSON") from None
+        if not isinstance(data, dict):
+            raise FarmError(f"{path}: invalid manifest JSON (not an object)")
         runs_rows.append(
             (data.get("run_id", d.name), data.get("created_at"), data.get("finished_at"), data.get("status"), str(d))
         )

@@ -216,10 +216,13 @@ def _task_id_of(data: object, line: str) -> str | None:
 def normalise_file(path: Path, ctx: Context, source: str | None = None) -> Normalised:
     """Normalise a pulled scores.jsonl; a missing file gives no records."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        # Bytes, not read_text: text mode would also end a line at a lone "\r" (universal newlines).
+        text = path.read_bytes().decode("utf-8", "replace")
     except FileNotFoundError:
         return Normalised([], [])
-    return normalise_lines(text.splitlines(), ctx, source or str(path))
+    # Lines end at "\n" only, as the records reader and an editor count them: `splitlines` also breaks at NEL,
+    # U+2028, form feed…, which JSON strings may hold, so a valid line fell apart and the numbers shifted.
+    return normalise_lines(text.split("\n"), ctx, source or str(path))
 
 
 def _first_error(exc: Exception) -> str:

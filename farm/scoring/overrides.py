@@ -97,7 +97,10 @@ def load_overrides_yaml(path: Path) -> list[OverrideSpec]:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise FarmError(f"{path}: cannot read ({exc.strerror})") from None
-    except yaml.YAMLError:
+    except UnicodeDecodeError:
+        raise FarmError(f"{path}: not UTF-8 text", hint="a YAML list of {id, from, to, evidence}") from None
+    except (yaml.YAMLError, RecursionError):
+        # PyYAML's composer recurses once per nesting level: a deep document is as invalid here as a broken one.
         raise FarmError(f"{path}: invalid YAML", hint="a list of {id, from, to, evidence}") from None
     if isinstance(data, dict):
         data = data.get("overrides", [])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 
 from farm.sim import shell_fs, shell_pm, shell_sys, shell_text  # noqa: F401 - register their commands
-from farm.sim.adbd import Stream
+from farm.sim.adbd import MAX_PAYLOAD, Stream
 from farm.sim.phone import PhoneState
 from farm.sim.shell_core import Shell
 
@@ -65,11 +65,13 @@ async def serve_shell(phone: PhoneState, stream: Stream) -> None:
 async def _interactive(sh: Shell, stream: Stream, v2: bool) -> int:
     # No PTY: read lines from the host and run each one, like `sh` reading a pipe.
     pending = b""
+    packets = bytearray()  # v2: the adb server cuts WRTEs where its reads end, not between packets
     while True:
         data = await stream.read()
         closed = not data
         if v2 and data:
-            data, closed = _stdin_payload(data)
+            packets += data
+            data, closed = _stdin_payload(packets)
         pending += data
         while b"\n" in pending or closed and pending:
             line, _, pending = pending.partition(b"\n")
@@ -82,15 +84,25 @@ async def _interactive(sh: Shell, stream: Stream, v2: bool) -> int:
             return sh.status
 
 
-def _stdin_payload(data: bytes) -> tuple[bytes, bool]:
-    """Stdin bytes of shell-v2 packets, and whether the host closed stdin."""
+def _stdin_payload(packets: bytearray) -> tuple[bytes, bool]:
+    """Stdin bytes of the whole shell-v2 packets at the start of `packets` (taken out of it; a packet still
+    arriving stays), and whether the host closed stdin."""
     out = bytearray()
     closed = False
-    while len(data) >= _V2.size:
-        ident, length = _V2.unpack_from(data)
+    at = 0
+    while len(packets) - at >= _V2.size:
+        ident, length = _V2.unpack_from(packets, at)
+        if length > MAX_PAYLOAD:
+            # No client sends such a packet: the input is out of step, so stdin ends here rather than wait for it.
+            packets.clear()
+            return bytes(out), True
+        if len(packets) - at - _V2.size < length:
+            break
         if ident == ID_STDIN:
-            out += data[_V2.size : _V2.size + length]
-        elif ident == ID_CLOSE_STDIN:
-            closed = True
-        data = data[_V2.size + length :]
+            out += packets[at + _V2.size : at + _V2.size + length]
+        at += _V2.size + length
+        if ident == ID_CLOSE_STDIN:
+            closed = True  # nothing after it is stdin, whether it came in the same WRTE or a later one
+            break
+    del packets[:at]
     return bytes(out), closed

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import stat as statmod
 import struct
 from pathlib import Path
 from typing import BinaryIO
@@ -34,7 +33,8 @@ async def serve_sync(phone: PhoneState, stream: Stream) -> None:
         if ident not in (b"STAT", b"STA2", b"LST2", b"LIST", b"LIS2", b"RECV", b"SEND") or length > _MAX_PATH:
             await _fail(stream, f"unknown sync request {ident!r}")
             return
-        path = (await stream.read_exactly(length)).decode("utf-8", "surrogateescape")
+        # adbd reads the path as a C string: it ends at the first NUL (which no host file call accepts either).
+        path = (await stream.read_exactly(length)).split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
         if ident == b"STAT":
             await stream.write(_stat_reply(phone, path))
         elif ident in (b"STA2", b"LST2"):
@@ -124,7 +124,8 @@ def _dent(name: str, st: os.stat_result) -> bytes:
 
 
 async def _fail(stream: Stream, message: str) -> None:
-    raw = message.encode()
+    # A path the host sent that is not UTF-8 goes back as the bytes it came as (it was read with surrogateescape).
+    raw = message.encode("utf-8", "surrogateescape")
     await stream.write(_REQ.pack(b"FAIL", len(raw)) + raw)
     await stream.flush()
 
@@ -200,7 +201,9 @@ async def _send(phone: PhoneState, stream: Stream, spec: str) -> bool:
         await _fail(stream, error or "couldn't create file")
         return True
     try:
-        os.chmod(tmp, statmod.S_IMODE(mode) or 0o644)
+        # adbd keeps only the permission bits (`mode &= 0777`): a pushed file is never setuid, and any number the
+        # host sends (negative, past 32 bits) is a mode.
+        os.chmod(tmp, (mode & 0o777) or 0o644)
         os.replace(tmp, host)
         if mtime:
             os.utime(host, (mtime, mtime), follow_symlinks=False)

@@ -107,15 +107,6 @@ def _a_batch(cwd: Path) -> None:
 
 # -- the corpus --------------------------------------------------------------------------------------------------
 
-# Cases that still fail in code outside the CLI; each names the file that owns the fault. Strict: once it is fixed
-# there, the case fails until its mark is removed.
-OVERRIDES_UTF8 = ("farm/scoring/overrides.py load_overrides_yaml: a non-UTF-8 --overrides file raises "
-                  "UnicodeDecodeError (exit 70); refuse it in one line naming the file")
-OVERRIDES_DEEP = ("farm/scoring/overrides.py load_overrides_yaml: a deeply nested --overrides YAML raises "
-                  "RecursionError in yaml.safe_load (exit 70)")
-DESKTOP_RUNS_DIR = ("farm/desktop/attach.py attach_batch: --runs-dir that is a file or under /proc fails in mkdir "
-                    "(exit 70); check it first (farm/cli/paths.py check_output_dir)")
-
 CASES: list[object] = []
 
 
@@ -298,16 +289,14 @@ case("report-overrides-missing", "report", "r1", "--overrides", "nope.yaml", set
 case("report-overrides-directory", "report", "r1", "--overrides", "o", files={"o": DIR}, setup=_a_run,
      needle="o")
 case("report-overrides-binary", "report", "r1", "--overrides", "o.yaml", files={"o.yaml": BINARY}, setup=_a_run,
-     needle="o.yaml", xfail=OVERRIDES_UTF8)
+     needle="o.yaml")
 case("report-overrides-deep", "report", "r1", "--overrides", "o.yaml", files={"o.yaml": DEEP_YAML}, setup=_a_run,
-     needle="o.yaml", xfail=OVERRIDES_DEEP)
+     needle="o.yaml")
 case("report-overrides-bad-utf8", "report", "r1", "--overrides", "o.yaml", files={"o.yaml": b"x: caf\xe9\n"},
-     setup=_a_run, needle="o.yaml", xfail=OVERRIDES_UTF8)
+     setup=_a_run, needle="o.yaml")
 case("report-out-file", "report", "r1", "--out", "f.txt", files={"f.txt": b"x"}, setup=_a_run, needle="f.txt")
 case("report-manifest-binary", "report", "bad", setup=_damaged_run(BINARY), needle="manifest.json")
-case("report-manifest-deep", "report", "bad", setup=_damaged_run(DEEP_JSON), needle="manifest.json",
-     xfail="farm/results/duck.py connect: json.loads of a deeply nested manifest.json raises RecursionError "
-           "(exit 70); catch it with the ValueError or bound the depth first")
+case("report-manifest-deep", "report", "bad", setup=_damaged_run(DEEP_JSON), needle="manifest.json")
 case("report-manifest-empty", "report", "bad", setup=_damaged_run(EMPTY), needle="manifest.json")
 
 # farm query.
@@ -407,10 +396,7 @@ case("web-run-runs-dir-proc", *WEB_RUN, "--runs-dir", "/proc/x", needle="--runs-
 case("web-run-output-directory", *WEB_RUN, "--output", "d", files={"d": DIR}, needle="d")
 case("web-run-output-exists", *WEB_RUN, "--output", "o.jsonl", files={"o.jsonl": b""}, needle="o.jsonl")
 case("web-run-env-port", *WEB_RUN[:3], "--backends", "android-chrome", "--policy", "scripted",
-     env={"ANDROID_ADB_SERVER_PORT": "abc"}, needle="ANDROID_ADB_SERVER_PORT",
-     xfail="web_bench/browser/android_chrome.py (imported by web_bench/lane.py open_backends): importing adbutils "
-           "with ANDROID_ADB_SERVER_PORT=abc raises ValueError (exit 70); check the variable before "
-           "(farm.android.devices.local_port)")
+     env={"ANDROID_ADB_SERVER_PORT": "abc"}, needle="ANDROID_ADB_SERVER_PORT")
 case("web-report-missing", "web", "report", "nope.jsonl", needle="nope.jsonl")
 case("web-report-directory", "web", "report", "d", files={"d": DIR}, needle="d")
 case("web-report-binary", "web", "report", "r.jsonl", files={"r.jsonl": BINARY}, needle="r.jsonl")
@@ -464,9 +450,9 @@ case("desktop-attach-run-absolute", "desktop", "attach", "/tmp/x", "desk/batch-0
      needle="/tmp/x")
 case("desktop-attach-batch-missing", "desktop", "attach", "r1", "nope.json", needle="nope.json")
 case("desktop-attach-runs-dir-file", "desktop", "attach", "r1", "desk/batch-000.json", "--runs-dir", "f.txt",
-     files={"f.txt": b"x"}, setup=_a_batch, needle="f.txt", xfail=DESKTOP_RUNS_DIR)
+     files={"f.txt": b"x"}, setup=_a_batch, needle="f.txt")
 case("desktop-attach-runs-dir-proc", "desktop", "attach", "r1", "desk/batch-000.json", "--runs-dir", "/proc/x",
-     setup=_a_batch, needle="/proc", xfail=DESKTOP_RUNS_DIR)
+     setup=_a_batch, needle="/proc")
 
 
 # -- the runner --------------------------------------------------------------------------------------------------
