@@ -223,7 +223,7 @@ def _rows_to_lines(rows: list[_Fields]) -> tuple[list[_Fields], list[str]]:
         kept.append(row)
         short = short_class.get(cls)
         if short is None:
-            short = short_class[cls] = cls.rsplit(".", 1)[-1] or "View"
+            short = short_class[cls] = _NOT_NAME.sub("_", cls.rsplit(".", 1)[-1]) or "View"
         line = f"[{len(kept)}] {short}"
         if text:
             line += ' "' + text + '"' if _plain(text) else " " + _quote(text)
@@ -232,7 +232,7 @@ def _rows_to_lines(rows: list[_Fields]) -> tuple[list[_Fields], list[str]]:
         if rid:
             sid = short_id.get(rid)
             if sid is None:
-                sid = short_id[rid] = f" ({rid.rsplit(':id/', 1)[-1]})"
+                sid = short_id[rid] = f" ({_NOT_NAME.sub('_', rid.rsplit(':id/', 1)[-1])})"
             line += sid
         key = (cls, checkable, checked, clickable, enabled, focused, scrollable, long_click, password, selected)
         flags = flag_cache.get(key)
@@ -241,6 +241,11 @@ def _rows_to_lines(rows: list[_Fields]) -> tuple[list[_Fields], list[str]]:
                                              checked, selected, focused, enabled, password)
         lines.append(line + flags)
     return kept, lines
+
+
+# A class or id is a name, never text: anything else in it (a line break, a quote, a space) would let the app
+# under test write a line of its own into the transcript, which the checks read as what the screen showed.
+_NOT_NAME = re.compile(r"[^\w.$:/-]")
 
 
 def _plain(value: str) -> bool:
