@@ -61,7 +61,7 @@ class AnswerGrounded(_Model):
 
     type: Literal["answer_grounded"] = "answer_grounded"
     """Discriminator."""
-    min_items: int = Field(default=1, ge=1)
+    min_items: int = Field(default=1, ge=1, strict=True)
     """How many grounded items the answer must contain (what the goal asks for)."""
 
 
@@ -72,7 +72,7 @@ class ScreenHas(_Model):
     """Discriminator."""
     text: str | None = None
     """Text to find on screen; exactly one of `text` and `marker`."""
-    marker: bool = False
+    marker: bool = Field(default=False, strict=True)
     """True: find the task's resolved `marker` instead of a fixed text."""
     package_name: str = Field(min_length=1)
     """App to open for the look: a package or `{app:<capability>}`."""
@@ -93,7 +93,7 @@ class ProbeHas(_Model):
     """Probe name (`storage_root`) or `name:param`."""
     text: str | None = None
     """Text the probe output must contain; exactly one of `text` and `marker`."""
-    marker: bool = False
+    marker: bool = Field(default=False, strict=True)
     """True: look for the task's resolved `marker`."""
 
     @model_validator(mode="after")
@@ -108,7 +108,7 @@ class AskedUser(_Model):
 
     type: Literal["asked_user"] = "asked_user"
     """Discriminator."""
-    expected: bool = True
+    expected: bool = Field(default=True, strict=True)
     """True: the task lacks something only the user knows; False: the agent should decide itself."""
 
 
@@ -161,9 +161,9 @@ class Task(_Model):
     """The outcome a correct agent reaches."""
     checks: list[Check] = Field(default_factory=list)
     """Evidence checks, all of which must pass."""
-    max_steps: int = Field(default=30, ge=1, le=500)
+    max_steps: int = Field(default=30, ge=1, le=500, strict=True)
     """Step budget."""
-    timeout_sec: int = Field(default=600, ge=10, le=7200)
+    timeout_sec: int = Field(default=600, ge=10, le=7200, strict=True)
     """Wall-time budget in seconds."""
     marker: str | None = None
     """Marker for data the task creates; contains `{run}` so every run's data is distinct."""

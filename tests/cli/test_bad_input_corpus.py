@@ -325,6 +325,9 @@ TASK_FILE_CASES: list[tuple[str, bytes | None, str]] = [
     ("malformed", b'{"id": "x",', "malformed JSON"),
     ("array", b"[1, 2]", "one JSON object"),
     ("wrong-type", _json({**SMALL_TASKS[0][1], "maxSteps": "many"}), "maxSteps"),
+    ("bool-as-count", _json({**SMALL_TASKS[0][1], "maxSteps": True}), "maxSteps"),
+    ("float-as-count", _json({**SMALL_TASKS[0][1], "timeoutSec": 600.0}), "timeoutSec"),
+    ("text-as-count", _json({**SMALL_TASKS[0][1], "maxSteps": "30"}), "maxSteps"),
     ("unknown-field", _json({**SMALL_TASKS[0][1], "colour": "red"}), "colour"),
     ("huge", b'{"id": "' + b"x" * (1 << 20) + b'"}', "larger than"),
 ]

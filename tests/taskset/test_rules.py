@@ -54,8 +54,9 @@ def test_malformed_json_reports_line_and_column(taskset: TaskSetBuilder) -> None
 def test_wrong_type_reports_field_path(taskset: TaskSetBuilder) -> None:
     path = taskset.add("read/content", minimal_task("read/content", 99) | {
         "checks": [{"type": "answer_grounded", "minItems": "two"}]})
-    assert_only(taskset, "parse", f"{path}: checks[0].minItems: Input should be a valid integer, unable to parse "
-                "string as an integer — fix the value")
+    # A count is a JSON number, never text that looks like one (nor true, nor 2.0).
+    assert_only(taskset, "parse",
+                f"{path}: checks[0].minItems: Input should be a valid integer, got str — fix the value")
 
 
 def test_unknown_field_is_rejected(taskset: TaskSetBuilder) -> None:
