@@ -13,6 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any, TypeVar
+from xml.parsers.expat import ExpatError
 
 from host_agent.observation import Observation, observe_xml
 
@@ -87,7 +88,11 @@ class Phone:
         t1 = time.perf_counter()
         package, activity = self.foreground()
         t2 = time.perf_counter()
-        obs = observe_xml(xml, package=package, activity=activity)
+        try:
+            obs = observe_xml(xml, package=package, activity=activity)
+        except ExpatError as exc:
+            # The harness could not read the screen: the attempt ends as an infrastructure error, not a crash.
+            raise PhoneError(f"dump_hierarchy: unreadable hierarchy dump ({exc})") from None
         t3 = time.perf_counter()
         obs.timings_ms = {"dump": (t1 - t0) * 1000, "foreground": (t2 - t1) * 1000, "convert": (t3 - t2) * 1000}
         if screenshot:

@@ -59,3 +59,15 @@ def test_uiautomator2_sockets_to_the_phone_have_nagle_off(virtual_phone: Any) ->
         assert dev.serial == virtual_phone.serial and phone.read().package
     finally:
         phone.close()
+
+
+@pytest.mark.parametrize("dump", ["<hierarchy><node text='a'", "<hierarchy><node text='a' /></node></hierarchy>"])
+def test_a_dump_the_harness_cannot_read_is_a_phone_error_not_a_crash(dump: str) -> None:
+    class _Damaged:
+        app_current = staticmethod(lambda: {"package": "p", "activity": "a"})
+
+        def dump_hierarchy(self) -> str:
+            return dump
+
+    with pytest.raises(PhoneError, match="unreadable hierarchy dump"):
+        Phone(_Damaged()).read()
