@@ -273,3 +273,30 @@ def test_one_serial_naming_different_phones_on_two_servers_keeps_both_apart() ->
     # The same hardware behind two servers is one phone; a phone that cannot be asked is never merged.
     assert [p.serial for p in _unique([a, c], [], identity=lambda p: same[p.server.port])] == ["emulator-5554"]
     assert len(_unique([a, c], [], identity=lambda p: None)) == 2
+
+
+def test_a_phone_whose_link_drops_by_its_fault_option_loses_no_unit(virtual_farm, tmp_path: Path) -> None:
+    from farm.android.options import AgentOptions
+    from farm.sim.profile import FaultSpec, default_profile
+
+    steady = virtual_farm(1)[0]
+    slow = default_profile()
+    slow.agent.time_scale = 10.0  # a simulated task takes seconds, so the drop comes mid-task
+    dropping = virtual_farm(1, profile=slow, faults=FaultSpec(disconnect_after_s=3))[0]
+    tasks = scripted_tasks(tmp_path / "tasks")
+    result = sweep(sweep_request(tmp_path, tasks, executor="instrument", host=None, spread="shard", repeats=2,
+                                 run_id="f1", idle_timeout_s=30,
+                                 agent=AgentOptions(split="all", allow_irreversible=True)))
+    assert dropping.state.link_drops >= 1
+    records = [r for r in read_records(result.run_dir / "records.jsonl") if r.outcome != "skipped"]
+    # Every planned unit has exactly one final record with its own verdict; a unit the drop cut short was
+    # tried again and says so.
+    assert Counter(str(r.extra["unit"]) for r in records) == Counter({str(r.extra["unit"]): 1 for r in records})
+    assert {(r.task_id, r.repeat) for r in records} == {
+        (t, n) for t in ("calculator-multiply", "settings-android-version", "clock-alarm-7am", SHOP_TASK,
+                         "settings-upgrade-android-99") for n in (1, 2)}
+    assert result.counts["unfinished"] == 0 and result.exit_code == EXIT_OK
+    assert not [r for r in records if r.outcome == "error"]
+    for rec in (r for r in records if r.attempt > 1):
+        assert rec.extra["tries"][0]["kind"] == "infra"  # type: ignore[index]
+    assert {r.device for r in records} == {steady.serial, dropping.serial}
