@@ -321,6 +321,7 @@ def _pull_files(sync: SyncSession, jobs: list[_Job], limits: PullLimits, result:
     """Fetch `jobs` with up to WINDOW_FILES requests in flight, in order."""
     max_file = int(limits.max_file_mb * _MB)
     max_total = int(limits.max_total_mb * _MB)
+    mode = new_file_mode()  # once per pull, not per file
     todo = deque(jobs)
     flight: deque[_Job] = deque()
     while todo or flight:
@@ -333,7 +334,7 @@ def _pull_files(sync: SyncSession, jobs: list[_Job], limits: PullLimits, result:
         cap, over = (max_file, "file grew past the size cap") if max_file <= room else (
             room, f"tree larger than {limits.max_total_mb:g} MB")
         try:
-            result.bytes += _receive(sync, job.local, cap, over)
+            result.bytes += _receive(sync, job.local, cap, over, mode)
             result.files += 1
         except SyncFail as exc:
             result.refused.append(f"{job.rpath!r}: {exc}")
@@ -354,7 +355,7 @@ def _temp(parent: Path) -> tuple[int, str]:
         return tempfile.mkstemp(prefix=".pull.", dir=parent)
 
 
-def _receive(sync: SyncSession, local: Path, cap: int, over: str) -> int:
+def _receive(sync: SyncSession, local: Path, cap: int, over: str, mode: int) -> int:
     """Read the next RECV answer into a temp file beside `local` and link it into place; returns its size."""
     fd, tmp = _temp(local.parent)
     size = 0
@@ -365,7 +366,7 @@ def _receive(sync: SyncSession, local: Path, cap: int, over: str) -> int:
                 if size <= cap:  # past the cap: keep reading so the stream stays in step
                     while chunk:
                         chunk = chunk[os.write(fd, chunk):]
-            os.fchmod(fd, new_file_mode())  # mkstemp's 0600 would keep the evidence from other readers
+            os.fchmod(fd, mode)  # mkstemp's 0600 would keep the evidence from other readers
         finally:
             os.close(fd)
         if size > cap:

@@ -46,9 +46,11 @@ def collect_leased(
     """Record the leased units whose try left a result (pulled again from the phone for the instrument
     executor); the others stay leased, for the caller to queue again."""
     leased = {lease.unit_id: lease for lease in journal.leased()}
+    if not leased:
+        return Collected([], [])
     found: list[Record] = []
     refused: list[str] = []
-    for tree in _trees(run_dir) if leased else iter(()):
+    for tree in _trees(run_dir):
         batch = read_batch_file(tree)
         if batch is None:
             continue

@@ -110,7 +110,7 @@ class Sweep:
             return self._resume()
         self._opts()  # a bad profile or config is named before the task set is read
         # The executor before anything is written: a host run without a model is refused here.
-        self.executor = load_executor(self.req.executor, self.cfg, self.req.host)
+        self._load_executor()
         tasks = self._tasks()
         run_id = self.req.run_id or _default_run_id(self.req, tasks)
         if (self.runs_dir / run_id).exists():
@@ -125,6 +125,13 @@ class Sweep:
         if self.req.kind == "run":
             return nullcontext()
         return farm_lock(lock_path(self.runs_dir), run_id=run_id, label=self.req.label, command=self.req.command)
+
+    def _load_executor(self) -> Executor:
+        """The request's executor, loaded once (before anything is written: a host run without a model is
+        refused there)."""
+        if self.executor is None:
+            self.executor = load_executor(self.req.executor, self.cfg, self.req.host)
+        return self.executor
 
     def _tasks(self) -> list[LoadedTask]:
         if not self.tasks_dir.is_dir():
@@ -202,7 +209,7 @@ class Sweep:
             raise FarmError(f"{run_id}: cannot resume: its options held a credential, which was not kept",
                             hint=f"start a new run that reuses its finished units: --retry-from {run_id} --run-id NEW")
         self.req = _request_from(json.dumps(saved), self.req)
-        self.executor = load_executor(self.req.executor, self.cfg, self.req.host)
+        self._load_executor()
         if not is_complete(run_dir):
             # Stopped before its queue was written: nothing ran yet, so plan it again under the same id.
             tasks = self._tasks()
@@ -283,7 +290,7 @@ class Sweep:
         self, journal: Journal, run_dir: Path, run_id: str, tasks: list[LoadedTask], fleet: Fleet, opts: RunOptions,
     ) -> SweepResult:
         req = self.req
-        executor = self.executor or load_executor(req.executor, self.cfg, req.host)
+        executor = self._load_executor()
         total = sum(journal.counts().values())
         bars = make_progress(req.show_progress and req.kind == "run")
 
