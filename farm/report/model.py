@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from farm.report.lanes import LaneSection
+
 
 class _M(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -337,6 +339,8 @@ class ReportData(_M):
     """Some unit has a task instance: unit names show it."""
     repeats: bool = False
     """Some unit is a repeat beyond the first: unit names show the repeat index."""
+    lane_sections: list[LaneSection] = Field(default_factory=list)
+    """What the runs' lanes add beyond the record tables (web backends, desktop batches), in run order."""
 
     def unit(self, task_id: str, instance: str, repeat: int) -> str:
         """A unit's name in tables: the task id, with instance and repeat when the report has them."""

@@ -11,6 +11,7 @@ from xml.sax.saxutils import quoteattr
 from farm.errors import FarmError
 from farm.fsutil import create_new_text, new_file_mode
 from farm.report.charts import rate_chart
+from farm.report.lanes import lane_sections
 from farm.report.markdown import category_change, evidence_href, headline_notes, num, pct, render_markdown
 from farm.report.model import ReportData
 from farm.results.aggregate import Aggregation
@@ -253,6 +254,7 @@ def write_reports(agg: Aggregation, out_dir: Path) -> list[Path]:
         if (out_dir / name).exists():
             raise FarmError(f"{out_dir / name}: report already exists", hint="reports are never overwritten")
     agg.data.run_paths = {d.name: Path(os.path.relpath(d, out_dir)).as_posix() for d in agg.run_dirs}
+    agg.data.lane_sections = lane_sections(agg.run_dirs)
     contents = {"report.md": render_markdown(agg.data), "report.html": render_html(agg.data)}
     paths = []
     for name, text in contents.items():
