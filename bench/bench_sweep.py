@@ -84,7 +84,7 @@ def _sweep_rusage(hosts: Hosts, argv: list[str], cwd: Path, journal: Path | None
         _SETUP[argv[-1]] = _cpu_of(proc.pid) if proc.poll() is None else 0.0
     _pid, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
-    if os.waitstatus_to_exitcode(status) not in (0, 4):
+    if os.waitstatus_to_exitcode(status) not in (0, 1, 4):  # finished; some tasks failing is a result
         raise SystemExit(f"sweep failed: {argv}")
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss, wall
 

@@ -71,7 +71,12 @@ class HostExecutor:
             raise FarmError(f"--policy {policy}: unknown policy", hint="use model or scripted")
         self.policy_name: PolicyName = policy  # type: ignore[assignment]
         if self.policy_name == "model":
-            llm_config(cfg, self.settings)  # fail before any phone is touched
+            from farm.llm.client import make_client
+
+            # Before any phone is touched or a run directory made: no model, no key, a refused key or an endpoint
+            # that does not answer is one line now, not a run of infrastructure errors.
+            with make_client(llm_config(cfg, self.settings)) as client:
+                client.preflight()
         self._scripts: dict[str, Script] | None = None
         self._sessions: dict[str, tuple[Phone, list[str]]] = {}
         self._guard = threading.Lock()

@@ -124,6 +124,9 @@ class AnthropicModelClient(ModelClient):
     def close(self) -> None:
         self._sdk.close()
 
+    def _probe(self, timeout_s: float) -> None:
+        self._sdk.with_options(timeout=timeout_s, max_retries=0).models.list()
+
     def _classify(self, exc: Exception) -> Failure | None:
         return classify_sdk_error(
             exc,

@@ -20,6 +20,9 @@ from farm.results.record import Tokens
 
 log = logging.getLogger(__name__)
 
+PREFLIGHT_TIMEOUT_S = 15.0
+"""Longest wait for the preflight's answer (the model's own timeout when shorter)."""
+
 
 class ModelCallError(FarmError):
     """A model call failed for good: a non-transient error, or transient ones past `max_retries`."""
@@ -95,6 +98,32 @@ class ModelClient(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release the HTTP connection pool."""
+
+    @abstractmethod
+    def _probe(self, timeout_s: float) -> None:
+        """One cheap authenticated request: the provider's model list."""
+
+    def preflight(self) -> None:
+        """Check the key and the endpoint before a run creates anything: one model-list request, no retries.
+
+        A key the endpoint refuses (401/403) or an endpoint that does not answer is a FarmError naming it; an
+        endpoint that answers without a model list (some OpenAI-compatible servers: 404/405) or is busy (429,
+        5xx) passes, since the run's own calls retry those.
+        """
+        try:
+            self._probe(min(self.config.timeout_s, PREFLIGHT_TIMEOUT_S))
+            return
+        except Exception as exc:  # noqa: BLE001 - SDK errors are classified below
+            failure = self._classify(exc)
+            if failure is None:
+                raise
+        where = f"llm {self.provider}:{self.config.model} at {self.config.base_url or 'the default endpoint'}"
+        if failure.status in (401, 403):
+            raise FarmError(f"{where}: the API key in {self.config.api_key_env} was refused (HTTP {failure.status})",
+                            hint=f"export a valid key in {self.config.api_key_env}, or pass --api-key-env NAME")
+        if failure.kind in ("connection", "timeout"):
+            raise FarmError(f"{where}: the endpoint does not answer ({self.scrub(failure.detail)})",
+                            hint="check --base-url (or FARM_LLM_BASE_URL / farm.yaml llm.base_url) and the network")
 
     def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> ModelTurn:
         """Send the conversation, retrying transient failures; raises ModelCallError when it gives up."""

@@ -26,6 +26,7 @@ from farm.llm.stub_wire import (
     ToolArgs,
     anthropic_body,
     error_body,
+    models_body,
     openai_body,
 )
 
@@ -103,9 +104,15 @@ Responder = Callable[[dict[str, Any]], StubReply]
 class ModelStub:
     """Threaded HTTP server on 127.0.0.1 (free port) speaking both model APIs."""
 
-    def __init__(self, *, responder: Responder | None = None, default: StubReply | None = None) -> None:
+    def __init__(
+        self, *, responder: Responder | None = None, default: StubReply | None = None, api_key: str | None = None,
+    ) -> None:
         self.responder = responder
         self.default = default
+        self.api_key = api_key
+        """When set, a request carrying another key is answered 401, as a provider does."""
+        self.model_lists = 0
+        """`GET /v1/models` requests served (a run's preflight makes one)."""
         self._queue: deque[StubReply] = deque()
         self._requests: list[StubRequest] = []
         self._lock = threading.Lock()
@@ -216,6 +223,29 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         return  # keep test output clean
 
+    def _key_refused(self, provider: StubProvider) -> bool:
+        """Answer 401 when the stub checks keys and this request's key is not the one."""
+        expected = self.owner.api_key
+        if expected is None:
+            return False
+        given = self.headers.get("x-api-key") or self.headers.get("authorization", "").removeprefix("Bearer ")
+        if given == expected:
+            return False
+        self._send(401, error_body(provider, 401, "model stub: invalid API key"))
+        return True
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+        path = self.path.split("?", 1)[0]
+        provider: StubProvider = "anthropic" if self.headers.get("anthropic-version") else "openai"
+        if not path.endswith("/v1/models"):
+            self._send(404, error_body(provider, 404, f"model stub: no route {path}"))
+            return
+        if self._key_refused(provider):
+            return
+        with self.owner._lock:
+            self.owner.model_lists += 1
+        self._send(200, models_body(provider))
+
     def do_POST(self) -> None:  # noqa: N802 - stdlib naming
         path = self.path.split("?", 1)[0]
         provider: StubProvider | None = None
@@ -227,6 +257,8 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         if provider is None:
             self._send(404, {"error": {"message": f"model stub: no route {path}"}})
+            return
+        if self._key_refused(provider):
             return
         try:
             body = json.loads(raw or b"{}")

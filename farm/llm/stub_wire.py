@@ -157,3 +157,13 @@ def error_body(provider: StubProvider, status: int, message: str) -> dict[str, A
     if provider == "openai":
         return {"error": {"message": message, "type": kind, "param": None, "code": None}}
     return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def models_body(provider: StubProvider) -> dict[str, Any]:
+    """A one-model `GET /v1/models` page in the provider's shape."""
+    if provider == "openai":
+        return {"object": "list", "data": [{"id": "stub-model", "object": "model", "created": 0, "owned_by": "stub"}]}
+    return {
+        "data": [{"type": "model", "id": "stub-model", "display_name": "stub", "created_at": "2026-01-01T00:00:00Z"}],
+        "has_more": False, "first_id": "stub-model", "last_id": "stub-model",
+    }

@@ -382,6 +382,15 @@ class Journal:
             found = dict(self._db.execute("SELECT state, count(*) FROM units GROUP BY 1").fetchall())
         return {s: int(found.get(s, 0)) for s in ("pending", "leased", "done", "unfinished")}
 
+    def exhausted(self, max_tries: int) -> int:
+        """Unfinished units that used every try (each ended in an infrastructure error): resuming them is
+        trying a failing farm again, unlike units a stop, a deadline or a lost phone left short."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT count(*) FROM units WHERE state = 'unfinished' AND tries >= ?", (max_tries,)
+            ).fetchone()
+        return int(row[0])
+
     def tries_of(self, unit: str) -> list[tuple[int, str, str | None, str | None]]:
         """(try, phone, kind, reason) of one unit, in order."""
         with self._lock:

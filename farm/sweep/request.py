@@ -10,13 +10,33 @@ from pydantic import JsonValue
 
 from farm.android.options import AgentOptions, HostSettings
 from farm.sweep.plan import Spread
+from farm.taskset.select import TaskSelection
 
 EXIT_OK = 0
-"""Every unit finished (passed, failed or skipped: each has its verdict)."""
+"""Every unit finished and every attempted one passed (skips are not attempts), or the pass rate reached
+`--fail-under` with no infrastructure error."""
+EXIT_FAILED = 1
+"""Every unit finished, some did not pass (the agent failed them), and no `--fail-under` was given."""
 EXIT_UNFINISHED = 3
 """Some units were left unfinished (their phones were lost or quarantined, or the sweep was stopped)."""
 EXIT_BELOW = 4
 """Every unit finished, but the pass rate is below `--fail-under`."""
+EXIT_INFRA = 5
+"""Every unit finished, but some ended in an infrastructure error after every try: the numbers are short."""
+
+
+def exit_status(*, unfinished: int, attempted: int, passed: int, errors: int, fail_under: float | None) -> int:
+    """The exit status of a finished run or sweep. The most urgent first: unfinished units (resume), then
+    infrastructure errors (fix the farm), then the pass rate below `--fail-under`, then agent failures. With
+    `--fail-under`, failures at or above the threshold are accepted; without it any failure is status 1."""
+    if unfinished:
+        return EXIT_UNFINISHED
+    if errors:
+        return EXIT_INFRA
+    if fail_under is not None:
+        rate = passed / attempted if attempted else None
+        return EXIT_BELOW if rate is None or rate < fail_under else EXIT_OK
+    return EXIT_FAILED if passed < attempted else EXIT_OK
 
 
 @dataclass
@@ -38,6 +58,9 @@ class SweepRequest:
     """`instrument` (the agent app on the phone) or `host` (host_agent)."""
     host: HostSettings | None = None
     """Policy and model for the host executor."""
+    selection: TaskSelection | None = None
+    """Which tasks beyond the pool: repeated `--set`, `-k`, `--exclude`, `--only-failed-from` (see
+    `farm.taskset.select`); null = `agent.set_prefix` alone chooses."""
     serials: list[str] = field(default_factory=list)
     """Only these phones; empty = every healthy phone of every adb server (see `all_phones`)."""
     all_phones: bool = True
@@ -93,4 +116,5 @@ class SweepRequest:
             "executor": self.executor, "profile": self.profile, "batch": self.batch,
             "host": self.host.model_dump(mode="json") if self.host else None,
             "serials": list[JsonValue](sorted(self.serials)),
+            "selection": self.selection.model_dump(mode="json") if self.selection else None,
         }

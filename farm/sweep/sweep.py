@@ -32,7 +32,7 @@ from farm.sweep.identity import sweep_identity
 from farm.sweep.journal import Journal, UnitRow, is_complete
 from farm.sweep.lock import farm_lock, lock_path
 from farm.sweep.plan import PlannedSkip, history_estimates, plan_units
-from farm.sweep.request import EXIT_BELOW, EXIT_OK, EXIT_UNFINISHED, SweepRequest
+from farm.sweep.request import SweepRequest, exit_status
 from farm.sweep.runner import Dispatcher, Fleet, gather_fleet
 from farm.sweep.unit_run import summary_sources
 from farm.taskset.loader import LoadedTask
@@ -342,6 +342,7 @@ class Sweep:
             for u in pending:
                 journal.give_up(u.unit_id, why or "no phone could run it")
         counts = journal.counts()
+        journal_exhausted = journal.exhausted(self.req.max_tries)
         journal.close()
         from farm.report.build import build_reports
         from farm.results.headline import headline
@@ -366,17 +367,17 @@ class Sweep:
                                 links=[f"{Path(os.path.relpath(p, run_dir)).as_posix()} (night over night)"
                                        for p in links if p.suffix == ".md"])
         records = read_records(run_dir / RECORDS_FILE, ReadProblems())
-        rate = headline(records).rate
+        head = headline(records)
+        rate = head.rate
         mf.update(run_dir, lambda m: setattr(m.lanes[0], "outputs", sorted(
             {*m.lanes[0].outputs, *(str(p.relative_to(run_dir)) for p in reports)})))
         if interrupted:
             print(f"stopped: {counts['done']} units kept, {unfinished} not finished; "
                   f"resume with: {self.req.resume_command(run_id)}", file=sys.stderr, flush=True)
-        code = EXIT_OK
-        if unfinished:
-            code = EXIT_UNFINISHED
-        elif self.req.fail_under is not None and (rate is None or rate < self.req.fail_under):
-            code = EXIT_BELOW
+        # Units that used every try are infrastructure errors (exit 5), not "left unfinished" (exit 3).
+        short = unfinished - journal_exhausted
+        code = exit_status(unfinished=short, attempted=head.attempted, passed=head.passed, errors=head.errors,
+                           fail_under=self.req.fail_under)
         phones = [PhoneRecords(serial, slot.label, [r for r in records if r.device == serial])
                   for serial, slot in sorted(fleet.slots.items(), key=lambda kv: kv[1].label)]
         return SweepResult(run_id, run_dir, counts, interrupted, code, reports, quarantined, notes, rate, links,

@@ -10,7 +10,7 @@ from farm.android.lane import run, run_request
 from farm.android.options import AgentOptions
 from farm.results.store import read_records
 from farm.sweep.journal import Journal
-from farm.sweep.request import EXIT_OK
+from farm.sweep.request import EXIT_FAILED
 from farm.sweep.unit_run import BATCH_FILE
 from tests.helpers.records import write_tasks
 
@@ -46,7 +46,7 @@ def test_a_unit_that_ended_on_the_phone_during_the_crash_is_pulled_not_run_again
             shutil.rmtree(child) if child.is_dir() else child.unlink()
     calls = len(list(phone.state.host_path(EVAL).iterdir()))
     again = run(run_request(run_id="k1", resume=True, **req))  # type: ignore[arg-type]
-    assert again.exit_code == EXIT_OK
+    assert again.exit_code == EXIT_FAILED
     after = [r for r in read_records(again.run_dir / "records.jsonl") if r.extra.get("unit") == unit]
     assert len(after) == 1
     (collected,) = after
@@ -79,7 +79,7 @@ def test_a_unit_whose_try_left_nothing_is_run_again_as_a_second_try(virtual_farm
     assert len(gone) == 1
     shutil.rmtree(gone[0])
     again = run(run_request(run_id="k2", resume=True, **req))  # type: ignore[arg-type]
-    assert again.exit_code == EXIT_OK
+    assert again.exit_code == EXIT_FAILED
     (final,) = [r for r in read_records(again.run_dir / "records.jsonl") if r.extra.get("unit") == unit]
     # A new try is a new attempt: its verdict is its own (the simulated agent draws per on-device run).
     assert final.attempt == 2 and final.outcome != "error" and final.device_verdict is not None

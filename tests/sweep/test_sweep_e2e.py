@@ -14,7 +14,7 @@ from farm import manifest as mf
 from farm.errors import FarmError
 from farm.results.store import read_records
 from farm.sweep.journal import Journal
-from farm.sweep.request import EXIT_BELOW, EXIT_OK
+from farm.sweep.request import EXIT_BELOW, EXIT_FAILED, EXIT_OK
 from farm.sweep.sweep import sweep
 from tests.helpers.sweep import (
     extra_adb_server,
@@ -233,7 +233,7 @@ def test_instrument_batches_run_several_units_per_call_and_record_each_once(virt
     records = read_records(result.run_dir / "records.jsonl")
     ran = [r for r in records if r.outcome != "skipped"]
     assert Counter(str(r.extra["unit"]) for r in ran) == Counter({str(r.extra["unit"]): 1 for r in ran})
-    assert len(ran) == 10 and result.exit_code == EXIT_OK
+    assert len(ran) == 10 and result.exit_code == EXIT_FAILED
     calls = {r.evidence.split("/")[3] for r in ran if r.evidence}
     assert len(calls) == 4, calls  # 10 units of 5 distinct tasks, at most 3 distinct tasks a call
     assert all(r.device == phone.serial and r.device_verdict is not None for r in ran)
@@ -295,7 +295,7 @@ def test_a_phone_whose_link_drops_by_its_fault_option_loses_no_unit(virtual_farm
     assert {(r.task_id, r.repeat) for r in records} == {
         (t, n) for t in ("calculator-multiply", "settings-android-version", "clock-alarm-7am", SHOP_TASK,
                          "settings-upgrade-android-99") for n in (1, 2)}
-    assert result.counts["unfinished"] == 0 and result.exit_code == EXIT_OK
+    assert result.counts["unfinished"] == 0 and result.exit_code == EXIT_FAILED
     assert not [r for r in records if r.outcome == "error"]
     for rec in (r for r in records if r.attempt > 1):
         assert rec.extra["tries"][0]["kind"] == "infra"  # type: ignore[index]
