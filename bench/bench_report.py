@@ -13,13 +13,15 @@ import random
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from farm.manifest import Manifest, PhoneEntry, create_run_dir, utc_now  # noqa: E402
-from farm.report.writers import write_reports  # noqa: E402
-from farm.results.aggregate import aggregate  # noqa: E402
+from farm.report.junit import write_junit  # noqa: E402
+from farm.report.writers import write_csv, write_reports  # noqa: E402
+from farm.results.aggregate import Aggregation, aggregate  # noqa: E402
 from farm.results.stats import wilson  # noqa: E402
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
@@ -96,8 +98,31 @@ def main() -> None:
         print(f"full report:                       {total:6.2f} s   goal ≤ {GOAL_S:.0f} s  "
               f"{'OK' if total <= GOAL_S else 'OVER'}")
         print(f"plain json loop, category table:   {t_loop:6.2f} s")
+        t_junit, peak, size_junit, t_csv = _junit(agg, run_dir)
+        print(f"junit.xml alone:                   {t_junit:6.2f} s   ({size_junit:.0f} MB,"
+              f" peak Python memory {peak:.1f} MB)")
+        print(f"scores.csv alone (DuckDB COPY):    {t_csv:6.2f} s   ratio junit / csv {t_junit / t_csv:.1f}")
         print(f"ratio aggregate / plain loop:      {t_agg / t_loop:6.2f}  (full report / loop {total / t_loop:.2f},"
               f" first report / loop {cold / t_loop:.2f})")
+
+
+def _junit(agg: Aggregation, run_dir: Path) -> tuple[float, float, float, float]:
+    """junit.xml written once timed, once under tracemalloc, and scores.csv (the same units, written by DuckDB
+    itself) timed beside it: junit seconds, peak Python MB, file MB, csv seconds. A writer that held every row
+    would show a peak growing with the run; a streaming one stays flat."""
+    t0 = time.perf_counter()
+    write_junit(agg, run_dir / "junit-timed.xml")
+    seconds = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    write_csv(agg, run_dir / "scores-timed.csv")
+    csv_seconds = time.perf_counter() - t0
+    tracemalloc.start()
+    try:
+        write_junit(agg, run_dir / "junit-traced.xml")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return seconds, peak / 1e6, (run_dir / "junit-timed.xml").stat().st_size / 1e6, csv_seconds
 
 
 def _report(run_dir: Path, out: str) -> tuple[float, float]:

@@ -42,20 +42,6 @@ class Attempt:
     """With `wait`: how the wait for the user ended ("login cleared after …" or "the wait timed out …")."""
 
 
-def add_tokens(total: Tokens, more: Tokens | None) -> Tokens:
-    """Field-wise sum; a field stays null until some call reports it."""
-    if more is None:
-        return total
-    def plus(a: int | None, b: int | None) -> int | None:
-        return b if a is None else a if b is None else a + b
-    return Tokens(
-        input_new=plus(total.input_new, more.input_new),
-        cache_read=plus(total.cache_read, more.cache_read),
-        cache_write=plus(total.cache_write, more.cache_write),
-        output=plus(total.output, more.output),
-    )
-
-
 class _Clock:
     def __init__(self) -> None:
         self.start = time.perf_counter()
@@ -67,11 +53,18 @@ class _Clock:
         return (time.perf_counter() - self.start) * 1000
 
 
-def _read(phone: Phone, policy: Policy, clock: _Clock) -> tuple[Observation, float]:
+def _read(phone: Phone, policy: Policy, clock: _Clock, writer: TranscriptWriter) -> tuple[Observation, float]:
     t0 = time.perf_counter()
     obs = phone.read(screenshot=policy.wants_screenshots)
     took = (time.perf_counter() - t0) * 1000
     clock.screen += took
+    if obs.screenshot is None and writer.wants_screenshot():
+        # For the transcript only, so not the agent's screen-reading time; a phone that cannot give one
+        # still runs the task (the step then names no screenshot).
+        try:
+            obs.screenshot = phone.screenshot_jpeg()
+        except (PhoneError, ValueError):  # ValueError: an answer that is not base64
+            pass
     return obs, took
 
 
@@ -113,7 +106,7 @@ def run_attempt(
             packages.append(obs.package)
 
     try:
-        obs, read_ms = _read(phone, policy, clock)
+        obs, read_ms = _read(phone, policy, clock, writer)
         remember(obs, 0)
         policy.begin(ctx)
         feedback: str | None = None
@@ -129,7 +122,9 @@ def run_attempt(
             decision: Decision = policy.decide(obs, feedback)
             decide_ms = decision.model_ms or (time.perf_counter() - t0) * 1000
             clock.model += decide_ms
-            tokens = add_tokens(tokens, decision.tokens)
+            if decision.tokens is not None:
+                # A model call without usage makes the total unknown; it is never summed as 0.
+                tokens = decision.tokens if not round_trips else tokens.plus(decision.tokens)
             round_trips += decision.round_trips
             if decision.round_trips:
                 if decision.cost_usd is None:
@@ -137,7 +132,7 @@ def run_attempt(
                 else:
                     cost += decision.cost_usd
             step += 1
-            shot = writer.screenshot(step, obs.screenshot) if obs.screenshot else None
+            shot = writer.screenshot(obs.screenshot)
             obs_line = ObservationLine(digest=obs.digest, text=obs.text, package=obs.package,
                                        activity=obs.activity, screenshot=shot)
             args: t._Args | None = None
@@ -148,7 +143,8 @@ def run_attempt(
                 except t.ToolCallError as exc:
                     error = str(exc)
             action_line = ActionLine(tool=decision.tool, args=_args_dict(decision.arguments),
-                                     raw=None if _parses(decision.arguments) else decision.arguments)
+                                     raw=None if _parses(decision.arguments) else decision.arguments,
+                                     message=decision.text or None)
             timings = StepTimings(screen_read_ms=read_ms, model_ms=decide_ms)
             if args is None:
                 step_errors += 1
@@ -193,7 +189,7 @@ def run_attempt(
             if result.end is not None:
                 end, end_reason = result.end, result.end_reason
                 break
-            obs, read_ms = _read(phone, policy, clock)
+            obs, read_ms = _read(phone, policy, clock, writer)
             remember(obs, step)
             feedback = result.text if result.ok else f"error: {result.error}"
     except PhoneError as exc:

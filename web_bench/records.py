@@ -3,7 +3,7 @@ reports see the web lane too."""
 
 from __future__ import annotations
 
-from farm.results.record import CheckResult, Record, RunMetrics, Tokens
+from farm.results.record import CheckResult, Record, RunMetrics
 from web_bench.results import WebRun
 
 
@@ -25,8 +25,7 @@ def to_record(run: WebRun, source: str | None = None) -> Record:
             action_ms=run.timings.tool_wall_ms, total_ms=run.timings.completion_ms,
         ),
         steps=run.diagnostics.tool_calls,
-        tokens=Tokens(input_new=run.tokens.new_input, cache_read=run.tokens.cache_read,
-                      cache_write=run.tokens.cache_write, output=run.tokens.output),
+        tokens=run.tokens,
         cost_usd=run.cost_usd,
         execution="simulated" if run.simulated_device else ("live" if run.policy == "model" else "controlled"),
         started_at=run.started_at, ended_at=run.ended_at, source=source,

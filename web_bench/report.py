@@ -1,5 +1,6 @@
 """The paired backend report: success first, latency only over successes, pairs, failure penalty,
-bootstrap intervals, order sensitivity and token columns — as Markdown or one JSON object."""
+bootstrap intervals, order sensitivity and token columns — computed once, shown as tables (the run report's
+web section and `farm web report` both), Markdown or one JSON object."""
 
 from __future__ import annotations
 
@@ -7,149 +8,45 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import Field
-
-from farm.camel import CamelModel
 from farm.errors import FarmError
+from farm.report.lanes import SectionTable
+from farm.report.markdown import md_text
+from farm.results.record import Tokens
 from farm.results.stats import nearest_rank, paired_ratio_bootstrap, wilson
 from web_bench.browser.contract import BACKEND_NAMES
+from web_bench.report_model import (
+    BackendStats,
+    FailedRun,
+    OrderSplit,
+    PairCounts,
+    Ratio,
+    TokenTotals,
+    WebReport,
+)
 from web_bench.results import RunIdentity, WebRun, read_results
 
 # The web lane's bootstrap seed since its first report: keeping it keeps published intervals reproducible.
 _BOOTSTRAP_SEED = 20260601
-# P90 only from at least ten samples (fewer gives false precision).
-_P90_MIN_SAMPLES = 10
-
-
-class TokenTotals(CamelModel):
-    """Token sums over a backend's runs."""
-
-    new_input: int = 0
-    """New (uncached) input tokens."""
-    cache_read: int = 0
-    """Cache-read input tokens."""
-    cache_write: int = 0
-    """Cache-write input tokens."""
-    output: int = 0
-    """Output tokens."""
-    prompt: int = 0
-    """new input + cache read + cache write."""
-    runs_with_usage: int = 0
-    """Runs that reported any token usage."""
-
-
-class BackendStats(CamelModel):
-    """One backend's numbers."""
-
-    runs: int
-    """Runs."""
-    successes: int
-    """Successful runs."""
-    success_rate: float | None
-    """successes / runs."""
-    success_rate_ci95: tuple[float, float] | None
-    """Wilson 95 % interval of the success rate."""
-    infrastructure_errors: int
-    """Runs lost to the infrastructure (still in the denominator)."""
-    p50_completion_ms: float | None
-    """Median completion time over successes (nearest rank)."""
-    p90_completion_ms: float | None
-    """P90 over successes; null below 10 successes."""
-    p50_state_reached_ms: float | None
-    """Median time to the goal state over successful write runs."""
-    p50_ttft_ms: float | None
-    """Median time to first model output over successes."""
-    failure_penalty_mean_ms: float | None
-    """Mean completion time over all runs with every failure counted as 2 × timeout."""
-    tokens: TokenTotals
-    """Token totals."""
-
-
-class PairCounts(CamelModel):
-    """Pairs (task, seed, trial) that ran on both backends."""
-
-    total: int
-    """Complete pairs."""
-    both_success: int
-    """Both succeeded."""
-    only_a: int
-    """Only backend A succeeded."""
-    only_b: int
-    """Only backend B succeeded."""
-    neither: int
-    """Both failed."""
-
-
-class Ratio(CamelModel):
-    """B / A with its paired-bootstrap 95 % interval (fixed seed, 10 000 resamples)."""
-
-    n: int
-    """Pairs used."""
-    value: float | None
-    """Point estimate; null without pairs."""
-    ci95: tuple[float, float] | None
-    """Percentile interval; null without pairs."""
-
-
-class OrderSplit(CamelModel):
-    """The latency ratio over both-succeeded pairs, split by which backend ran first."""
-
-    a_first: Ratio
-    """Pairs where A ran first."""
-    b_first: Ratio
-    """Pairs where B ran first."""
-
-
-class WebReport(CamelModel):
-    """Everything the report shows."""
-
-    suite_version: int
-    """benchmarkSuiteVersion of every line."""
-    source: str
-    """The results file."""
-    backend_a: str
-    """Backend A (the denominator of ratios)."""
-    backend_b: str | None
-    """Backend B, when the file has two backends."""
-    backends: dict[str, BackendStats]
-    """Per-backend numbers."""
-    pairs: PairCounts
-    """Pair outcome table."""
-    latency_ratio: Ratio
-    """Per-pair completion-time ratio B/A (geometric mean) over pairs where both succeeded."""
-    failure_penalty_ratio: Ratio
-    """Ratio of mean failure-penalised completion time B/A over all complete pairs."""
-    order_sensitivity: OrderSplit
-    """Latency ratio by run order."""
-    tasks: dict[str, dict[str, str]] = Field(default_factory=dict)
-    """task → backend → `successes/runs`."""
-    failures: list[str] = Field(default_factory=list)
-    """One line per failed run: pair, backend, status and why."""
-    rejected_lines: list[str] = Field(default_factory=list)
-    """One `file:line: why` per line refused on reading (bad bytes, bad JSON, wrong type, number out of
-    range, a line that contradicts itself); counted nowhere."""
-    duplicate_runs: list[str] = Field(default_factory=list)
-    """One line per run written on more than one line (same run id, backend, task, seed and trial): the
-    run counts once, from its last line."""
+P90_MIN_SAMPLES = 10
+"""P90 only from at least ten successes (fewer gives false precision)."""
 
 
 def _penalised(run: WebRun) -> float:
     return run.timings.completion_ms if run.success else 2.0 * run.timeout_ms
 
 
+def _token_totals(runs: list[WebRun]) -> TokenTotals:
+    reported = [r.tokens for r in runs if r.tokens.known()]
+    prompts = [t.prompt() for t in reported]
+    return TokenTotals(
+        usage=Tokens.total(reported), runs_with_usage=len(reported), runs=len(runs),
+        prompt=None if not prompts or None in prompts else sum(p for p in prompts if p is not None),
+    )
+
+
 def _backend_stats(runs: list[WebRun]) -> BackendStats:
     wins = [r for r in runs if r.success]
-    tokens = TokenTotals()
-    for r in runs:
-        t = r.tokens
-        if any(v is not None for v in (t.new_input, t.cache_read, t.cache_write, t.output)):
-            tokens.runs_with_usage += 1
-        tokens.new_input += t.new_input or 0
-        tokens.cache_read += t.cache_read or 0
-        tokens.cache_write += t.cache_write or 0
-        tokens.output += t.output or 0
-    tokens.prompt = tokens.new_input + tokens.cache_read + tokens.cache_write
-    completions = [r.timings.completion_ms for r in wins]
+    completions = sorted(r.timings.completion_ms for r in wins)
     reached = [r.timings.state_reached_ms for r in wins if r.timings.state_reached_ms is not None]
     ttft = [r.timings.ttft_ms for r in wins if r.timings.ttft_ms is not None]
     return BackendStats(
@@ -157,10 +54,11 @@ def _backend_stats(runs: list[WebRun]) -> BackendStats:
         success_rate_ci95=wilson(len(wins), len(runs)).interval,
         infrastructure_errors=sum(1 for r in runs if r.infrastructure_error),
         p50_completion_ms=nearest_rank(completions, 50),
-        p90_completion_ms=nearest_rank(completions, 90, min_samples=_P90_MIN_SAMPLES),
+        p90_completion_ms=nearest_rank(completions, 90, min_samples=P90_MIN_SAMPLES),
         p50_state_reached_ms=nearest_rank(reached, 50), p50_ttft_ms=nearest_rank(ttft, 50),
         failure_penalty_mean_ms=sum(_penalised(r) for r in runs) / len(runs) if runs else None,
-        tokens=tokens,
+        tokens=_token_totals(runs), success_completions_ms=completions,
+        simulated_runs=sum(1 for r in runs if r.simulated_device),
     )
 
 
@@ -248,8 +146,8 @@ def build_report(
         ),
         tasks=tasks,
         failures=[
-            f"{r.pair_id} {r.backend}: {r.status}{' (infrastructure)' if r.infrastructure_error else ''} — "
-            f"{r.error or r.validation.detail}"
+            FailedRun(pair_id=r.pair_id, backend=r.backend, status=r.status, infrastructure=r.infrastructure_error,
+                      why=r.error or r.validation.detail, answer=r.answer)
             for r in runs if not r.success
         ],
         rejected_lines=list(rejected), duplicate_runs=duplicates,
@@ -262,65 +160,167 @@ def report_file(path: Path) -> WebReport:
     return build_report(read.runs, str(path), lines=read.line_numbers, rejected=read.rejected)
 
 
+_UNKNOWN = "—"
+BACKEND_DESCRIPTIONS: dict[str, str] = {
+    "playwright": "Playwright driving this machine's Chromium",
+    "android-chrome": "Chrome on an Android phone, over its DevTools socket forwarded by adb",
+}
+"""What each backend is, in words (a backend the harness does not know is shown by its name alone)."""
+CAVEAT = (
+    "This compares whole browser backends end to end: the page representation, element refs and action execution "
+    "differ and are part of what is measured, so a speed ratio is not the transport's own overhead. Model-side "
+    "latency is not isolated by the local runner. Read the success rates, the pair table, the failure-penalty "
+    "ratio, the order sensitivity and the intervals together — never one P50 alone."
+)
+"""Seed 001's caveat, shown with every web report."""
+ANSWER_SHOWN = 200
+"""Characters of a failed run's answer shown in its table row (the results file keeps it whole)."""
+
+
 def _ms(value: float | None) -> str:
-    return "—" if value is None else f"{value:,.0f}"
+    return _UNKNOWN if value is None else f"{value:,.0f}"
 
 
-def _ratio_text(r: Ratio) -> str:
+def _count(value: int | None) -> str:
+    return _UNKNOWN if value is None else f"{value:,}"
+
+
+def _short(text: str, limit: int) -> str:
+    one_line = " ".join(text.split())
+    return one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"
+
+
+def _ratio_cells(r: Ratio) -> list[str]:
     if r.value is None:
-        return "— (no pairs)"
-    ci = f" (95 % CI {r.ci95[0]:.3f}–{r.ci95[1]:.3f})" if r.ci95 else ""
-    return f"{r.value:.3f}×{ci}, n = {r.n}"
+        return ["— (no pairs)", _UNKNOWN, str(r.n)]
+    ci = f"{r.ci95[0]:.3f}–{r.ci95[1]:.3f}" if r.ci95 else _UNKNOWN
+    return [f"{r.value:.3f}×", ci, str(r.n)]
+
+
+def backend_notes(rep: WebReport) -> list[str]:
+    """Which backend is A and which B, what each is, and which ran on a virtual phone."""
+    def named(name: str) -> str:
+        return f"{name} ({BACKEND_DESCRIPTIONS[name]})" if name in BACKEND_DESCRIPTIONS else name
+
+    notes = [f"Backends: A = {named(rep.backend_a)}; B = {named(rep.backend_b)}." if rep.backend_b
+             else f"Backend: {named(rep.backend_a)}."]
+    notes += [f"{name}: {s.simulated_runs} of {s.runs} runs on a virtual phone (a local Chromium behind a simulated "
+              "phone) — not a real-device result." for name, s in rep.backends.items() if s.simulated_runs]
+    return notes
+
+
+def damage_note(rep: WebReport) -> str | None:
+    """What was refused or merged on reading the results file; None when nothing was."""
+    if not rep.rejected_lines and not rep.duplicate_runs:
+        return None
+    return (f"{len(rep.rejected_lines)} line(s) rejected and {len(rep.duplicate_runs)} run(s) written more than once: "
+            "rejected lines count nowhere, a repeated run counts once.")
+
+
+def reading_notes(rep: WebReport) -> list[str]:
+    """How to read the numbers: the seed's rules for latency, penalty, intervals and tokens, and its caveat."""
+    notes = [
+        f"Success rates come first. Latency is taken over successful runs only (nearest rank); P90 only from "
+        f"{P90_MIN_SAMPLES} successes, fewer would give false precision.",
+        "Failure penalty: every failed run counts as 2 × its timeout, so failing fast does not look fast.",
+    ]
+    if rep.backend_b:
+        notes.append("Ratios are B/A over pairs (one task, seed and trial on both backends), with paired-bootstrap "
+                     "95 % intervals (10 000 resamples, fixed seed, the same pair indices for both arms); order "
+                     "sensitivity splits the latency ratio by the backend that ran first.")
+    notes += ["Tokens: prompt = new input + cache read + cache write. Sums cover only the runs that reported usage "
+              f"(runs with usage); {_UNKNOWN} is unknown, never 0.", CAVEAT]
+    return notes
+
+
+def _success(items: list[tuple[str, BackendStats]]) -> SectionTable:
+    def ci(s: BackendStats) -> str:
+        return _UNKNOWN if s.success_rate_ci95 is None else f"{s.success_rate_ci95[0]:.1%}–{s.success_rate_ci95[1]:.1%}"
+
+    rows = [[name, str(s.runs), str(s.successes), _UNKNOWN if s.success_rate is None else f"{s.success_rate:.1%}",
+             ci(s), str(s.infrastructure_errors)] for name, s in items]
+    header = ["backend", "runs", "successes", "success rate", "95 % CI (Wilson)", "infra errors"]
+    return SectionTable(title="Success", header=header, rows=rows, numeric=[1, 2, 3, 5])
+
+
+def _latency(items: list[tuple[str, BackendStats]]) -> SectionTable:
+    def p90(s: BackendStats) -> str:
+        few = s.p90_completion_ms is None and s.successes > 0
+        return f"— (fewer than {P90_MIN_SAMPLES} successes)" if few else _ms(s.p90_completion_ms)
+
+    rows = [[name, str(s.successes), _ms(s.p50_completion_ms), p90(s), _ms(s.p50_state_reached_ms),
+             _ms(s.p50_ttft_ms), _ms(s.failure_penalty_mean_ms)] for name, s in items]
+    header = ["backend", "successes", "P50 completion", "P90 completion", "P50 state reached", "P50 TTFT",
+              "failure-penalty mean"]
+    return SectionTable(title="Latency (successful runs only, ms)", header=header, rows=rows, numeric=list(range(1, 7)))
+
+
+def _pairs(rep: WebReport) -> list[SectionTable]:
+    p, o = rep.pairs, rep.order_sensitivity
+    return [
+        SectionTable(title=f"Pairs (A = {rep.backend_a}, B = {rep.backend_b})",
+                     header=["pairs", "both succeeded", "only A", "only B", "neither"],
+                     rows=[[str(v) for v in (p.total, p.both_success, p.only_a, p.only_b, p.neither)]],
+                     numeric=[0, 1, 2, 3, 4]),
+        SectionTable(title="Ratios B/A", header=["measure", "B/A", "95 % CI", "pairs"], numeric=[1, 3], rows=[
+            ["latency (geometric mean of per-pair ratios, both succeeded)", *_ratio_cells(rep.latency_ratio)],
+            ["failure-penalty mean (all complete pairs)", *_ratio_cells(rep.failure_penalty_ratio)],
+            ["latency, A ran first", *_ratio_cells(o.a_first)],
+            ["latency, B ran first", *_ratio_cells(o.b_first)],
+        ]),
+    ]
+
+
+def _tokens(items: list[tuple[str, BackendStats]]) -> SectionTable:
+    rows = [[name, f"{t.runs_with_usage} of {t.runs}", _count(t.prompt), _count(t.usage.input_new),
+             _count(t.usage.cache_read), _count(t.usage.cache_write), _count(t.usage.output)]
+            for name, t in ((name, s.tokens) for name, s in items)]
+    header = ["backend", "runs with usage", "prompt (new + cache read + cache write)", "new input", "cache read",
+              "cache write", "output"]
+    return SectionTable(title="Tokens", header=header, rows=rows, numeric=[2, 3, 4, 5, 6])
+
+
+def _failed(failures: list[FailedRun], limit: int | None) -> SectionTable:
+    shown = failures if limit is None else failures[:limit]
+    more = f", first {len(shown)} shown" if len(shown) < len(failures) else ""
+    rows = [[f.pair_id, f.backend, f.status + (" (infrastructure)" if f.infrastructure else ""), f.why,
+             _UNKNOWN if f.answer is None else _short(f.answer, ANSWER_SHOWN)] for f in shown]
+    return SectionTable(title=f"Failed runs ({len(failures)}{more})",
+                        header=["pair", "backend", "status", "why", "answer"], rows=rows)
+
+
+def report_tables(rep: WebReport, *, failures_limit: int | None = None) -> list[SectionTable]:
+    """The report's tables, in the order shown: success, latency, pairs and ratios (two backends), tokens, per
+    task, failed runs (the first `failures_limit`). Cells are plain text; each writer escapes them."""
+    items = list(rep.backends.items())
+    names = [name for name, _ in items]
+    per_task = SectionTable(title="Per task (successes/runs)", header=["task", *names],
+                            rows=[[task, *(by.get(n, _UNKNOWN) for n in names)] for task, by in rep.tasks.items()],
+                            numeric=list(range(1, len(names) + 1)))
+    tables = [_success(items), _latency(items), *(_pairs(rep) if rep.backend_b else []), _tokens(items), per_task]
+    return tables + ([_failed(rep.failures, failures_limit)] if rep.failures else [])
+
+
+def _md_table(table: SectionTable) -> list[str]:
+    cells = [[md_text(c) for c in row] for row in [table.header, *table.rows]]
+    align = ["---:" if i in table.numeric else "---" for i in range(len(table.header))]
+    return [f"## {md_text(table.title)}", "", *(f"| {' | '.join(row)} |" for row in cells[:1]),
+            f"|{'|'.join(align)}|", *(f"| {' | '.join(row)} |" for row in cells[1:]), ""]
 
 
 def to_markdown(rep: WebReport) -> str:
-    """The report as Markdown (success rates first)."""
-    lines = [f"# Web backend benchmark — suite version {rep.suite_version}", "", f"Source: `{rep.source}`", ""]
-    if rep.rejected_lines or rep.duplicate_runs:
-        lines += [f"**{len(rep.rejected_lines)} line(s) rejected and {len(rep.duplicate_runs)} run(s) written more "
-                  "than once** (listed at the end): rejected lines count nowhere, a repeated run counts once.", ""]
-    lines += ["## Success", "", "| backend | runs | successes | success rate | 95 % CI | infra errors |",
-              "|---|---:|---:|---:|---|---:|"]
-    for name, s in rep.backends.items():
-        rate = "—" if s.success_rate is None else f"{s.success_rate:.1%}"
-        ci = "—" if s.success_rate_ci95 is None else f"{s.success_rate_ci95[0]:.1%}–{s.success_rate_ci95[1]:.1%}"
-        lines.append(f"| {name} | {s.runs} | {s.successes} | {rate} | {ci} | {s.infrastructure_errors} |")
-    lines += ["", "## Latency (successful runs only, ms)", "",
-              "| backend | P50 completion | P90 completion | P50 state reached | P50 TTFT | failure-penalty mean |",
-              "|---|---:|---:|---:|---:|---:|"]
-    for name, s in rep.backends.items():
-        p90_text = _ms(s.p90_completion_ms) if s.p90_completion_ms is not None else "— (< 10 successes)"
-        lines.append(f"| {name} | {_ms(s.p50_completion_ms)} | {p90_text} | {_ms(s.p50_state_reached_ms)} | "
-                     f"{_ms(s.p50_ttft_ms)} | {_ms(s.failure_penalty_mean_ms)} |")
-    lines += ["", "Failure penalty: every failed run counts as 2 × its timeout, so failing fast does not look fast."]
-    if rep.backend_b:
-        a, b, p = rep.backend_a, rep.backend_b, rep.pairs
-        lines += ["", f"## Pairs (A = {a}, B = {b})", "",
-                  "| pairs | both succeeded | only A | only B | neither |", "|---:|---:|---:|---:|---:|",
-                  f"| {p.total} | {p.both_success} | {p.only_a} | {p.only_b} | {p.neither} |", "",
-                  f"- Latency ratio B/A (geometric mean of per-pair ratios, both succeeded): "
-                  f"{_ratio_text(rep.latency_ratio)}",
-                  f"- Failure-penalty ratio B/A (all complete pairs): {_ratio_text(rep.failure_penalty_ratio)}",
-                  f"- Order sensitivity — A ran first: {_ratio_text(rep.order_sensitivity.a_first)}; "
-                  f"B ran first: {_ratio_text(rep.order_sensitivity.b_first)}",
-                  "", "Intervals: paired bootstrap, 10 000 resamples, fixed seed, the same pair indices for both "
-                  "arms. This compares whole browser backends end to end (snapshot shape, refs, action execution "
-                  "included), not transport overhead alone; model-side latency is not isolated."]
-    lines += ["", "## Tokens", "", "| backend | prompt (= new + cache read + cache write) | new input | cache read "
-              "| cache write | output | runs with usage |", "|---|---:|---:|---:|---:|---:|---:|"]
-    for name, s in rep.backends.items():
-        t = s.tokens
-        lines.append(f"| {name} | {t.prompt:,} | {t.new_input:,} | {t.cache_read:,} | {t.cache_write:,} | "
-                     f"{t.output:,} | {t.runs_with_usage} |")
-    names = list(rep.backends)
-    lines += ["", "## Per task (successes/runs)", "", "| task | " + " | ".join(names) + " |",
-              "|---|" + "---:|" * len(names)]
-    for task, cells in rep.tasks.items():
-        lines.append(f"| {task} | " + " | ".join(cells.get(n, "—") for n in names) + " |")
-    if rep.failures:
-        lines += ["", "## Failed runs", ""] + [f"- {line}" for line in rep.failures]
+    """The report as Markdown: the same tables and notes as the run report's web section, every failed run,
+    and the lines refused on reading."""
+    lines = [f"# Web backend benchmark — suite version {rep.suite_version}", "", f"Source: {md_text(rep.source)}", ""]
+    if damaged := damage_note(rep):
+        lines += [f"**{md_text(damaged)}** (listed at the end)", ""]
+    for note in backend_notes(rep):
+        lines += [md_text(note), ""]
+    for table in report_tables(rep):
+        lines += _md_table(table)
+    lines += ["## Reading this report", "", *(f"- {md_text(n)}" for n in reading_notes(rep))]
     if rep.rejected_lines:
-        lines += ["", "## Rejected lines", ""] + [f"- {line}" for line in rep.rejected_lines]
+        lines += ["", "## Rejected lines", ""] + [f"- {md_text(line)}" for line in rep.rejected_lines]
     if rep.duplicate_runs:
-        lines += ["", "## Runs written more than once", ""] + [f"- {line}" for line in rep.duplicate_runs]
+        lines += ["", "## Runs written more than once", ""] + [f"- {md_text(line)}" for line in rep.duplicate_runs]
     return "\n".join(lines) + "\n"

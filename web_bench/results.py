@@ -12,12 +12,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal, Self
 
-from pydantic import ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    WrapSerializer,
+    model_validator,
+)
 from pydantic_core import ErrorDetails
 
 from farm.camel import CamelModel
 from farm.errors import FarmError
-from farm.results.record import MAX_TOKENS, CostUsd, Count, Millis, Ordinal
+from farm.results.record import CAMEL_KEYS, CostUsd, Count, Millis, Ordinal, Tokens
 
 TurnStatus = Literal["completed", "timeout", "max_steps", "error"]
 PolicyName = Literal["model", "scripted"]
@@ -30,8 +39,6 @@ failure-penalty metric, so it also keeps that sum finite."""
 
 RunIdentity = tuple[str, str, str, int, int]
 """(run id, backend, task, seed, trial): which run a line is."""
-TokenCount = Annotated[int, Field(ge=0, le=MAX_TOKENS)]
-"""Tokens of one kind summed over a turn: 0…MAX_TOKENS (the `Record`'s bound)."""
 
 
 class _Strict(CamelModel):
@@ -55,22 +62,21 @@ class Timings(_Strict):
     """Sum of tool call → tool result times."""
 
 
-class TokenCounts(_Strict):
-    """Tokens summed over every model step of the turn (each 0…MAX_TOKENS); null when no step reported them."""
+def _camel_keys(tokens: Tokens, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> object:
+    data = handler(tokens)
+    # Seed 001's keys (`newInput`…) when the file's own keys are camelCase; the field names otherwise.
+    return {CAMEL_KEYS[k]: v for k, v in data.items()} if info.by_alias and isinstance(data, dict) else data
 
-    new_input: TokenCount | None = None
-    """Input tokens not served from a prompt cache."""
-    cache_read: TokenCount | None = None
-    """Input tokens read from a prompt cache."""
-    cache_write: TokenCount | None = None
-    """Input tokens written to a prompt cache."""
-    output: TokenCount | None = None
-    """Output tokens."""
 
-    def prompt(self) -> int | None:
-        """Prompt tokens = new input + cache read + cache write (null when none is known)."""
-        parts = [p for p in (self.new_input, self.cache_read, self.cache_write) if p is not None]
-        return sum(parts) if parts else None
+def _bounded(tokens: Tokens) -> Tokens:
+    return tokens.check_counts(camel=True)
+
+
+CamelTokens = Annotated[Tokens, WrapSerializer(_camel_keys)]
+"""Token usage written with seed 001's camelCase keys in web results and the web report's JSON."""
+RunTokens = Annotated[CamelTokens, AfterValidator(_bounded)]
+"""A run's token usage summed over every model step of its turn: each count 0…MAX_TOKENS (the `Record`'s bound),
+null when unknown (no model step, or a step that did not report it)."""
 
 
 class EventRun(_Strict):
@@ -161,8 +167,8 @@ class WebRun(_Strict):
     """The run's time limit, 1…MAX_TIMEOUT_MS (a failure counts 2 × this in the failure-penalty metric)."""
     timings: Timings
     """Timings."""
-    tokens: TokenCounts = Field(default_factory=TokenCounts)
-    """Token usage."""
+    tokens: RunTokens = Field(default_factory=Tokens)
+    """Token usage (keys `newInput`, `cacheRead`, `cacheWrite`, `output`)."""
     cost_usd: CostUsd | None = None
     """Cost (finite, 0…MAX_COST_USD), null when unknown."""
     diagnostics: Diagnostics = Field(default_factory=Diagnostics)
@@ -283,8 +289,8 @@ def _read_line(path: Path, number: int, raw: bytes, read: ResultLines) -> None:
         return
     try:
         # pydantic's own JSON parser: it stops at a fixed nesting depth with an error instead of recursing
-        # until the stack runs out.
-        run = WebRun.model_validate_json(line)
+        # until the stack runs out. Strict reaches nested models too: a token count of "5" or 5.0 is refused.
+        run = WebRun.model_validate_json(line, strict=True)
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
         if len(errors) == 1 and errors[0]["type"] == "missing" and errors[0]["loc"] == ("benchmarkSuiteVersion",):

@@ -8,9 +8,10 @@ from collections.abc import Callable, Mapping
 
 from farm.errors import FarmError
 from farm.manifest import utc_now
+from farm.results.record import Tokens
 from web_bench.browser.contract import BackendName, BrowserBackend, BrowserSession
 from web_bench.matrix import PlannedRun
-from web_bench.results import Diagnostics, PolicyName, Timings, TokenCounts, Validation, WebRun, run_length
+from web_bench.results import Diagnostics, PolicyName, Timings, Validation, WebRun, run_length
 from web_bench.site.catalog import STATEFUL_TASKS, SUITE_VERSION, TaskInstance, make_instance, state_reached, validate
 from web_bench.site.server import SiteClient
 from web_bench.turn import Policy, PolicyResult, Turn
@@ -150,7 +151,7 @@ def run_one(planned: PlannedRun, backend: BrowserBackend, ctx: RunContext) -> We
             ttft_ms=round(turn.first_output_ms, 1) if turn and turn.first_output_ms is not None else None,
             tool_wall_ms=round(turn.tool_wall_ms, 1) if turn else 0.0,
         ),
-        tokens=turn.tokens if turn else TokenCounts(), cost_usd=turn.cost_usd if turn else None,
+        tokens=turn.tokens if turn else Tokens(), cost_usd=turn.cost_usd if turn else None,
         diagnostics=Diagnostics(
             event_type_runs=run_length(turn.events if turn else ["turn/start", "turn/end"]),
             tool_calls=turn.tool_calls if turn else 0, model_calls=turn.model_calls if turn else 0,

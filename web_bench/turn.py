@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 
 from farm.results.record import Tokens
 from web_bench.browser.contract import TOOLS_BY_NAME, BrowserSession, ToolResult
-from web_bench.results import TokenCounts, TurnStatus
+from web_bench.results import TurnStatus
 from web_bench.site.catalog import TaskInstance
 
 
@@ -29,7 +29,7 @@ class Turn:
         self.model_calls = 0
         self.disallowed: list[str] = []
         self.first_output_ms: float | None = None
-        self.tokens = TokenCounts()
+        self.tokens = Tokens()
         self.cost_usd: float | None = None
         self._cost_known = True
 
@@ -63,20 +63,13 @@ class Turn:
         return result
 
     def model_reply(self, usage: Tokens, cost_usd: float | None, has_output: bool) -> None:
-        """Account one model response (tokens summed over steps; unknown cost stays unknown)."""
+        """Account one model response (tokens summed over steps; unknown tokens and cost stay unknown)."""
         self.model_calls += 1
         self.event("model/response")
         if has_output and self.first_output_ms is None:
             self.first_output_ms = self.elapsed_ms()
-        t = self.tokens
-
-        def add(total: int | None, part: int | None) -> int | None:
-            return total if part is None else (total or 0) + part
-
-        self.tokens = TokenCounts(
-            new_input=add(t.new_input, usage.input_new), cache_read=add(t.cache_read, usage.cache_read),
-            cache_write=add(t.cache_write, usage.cache_write), output=add(t.output, usage.output),
-        )
+        # A reply without usage makes the turn's total unknown; it is never summed as 0.
+        self.tokens = usage if self.model_calls == 1 else self.tokens.plus(usage)
         if cost_usd is None:
             self._cost_known = False
             self.cost_usd = None

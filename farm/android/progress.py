@@ -82,9 +82,13 @@ class PhoneProgress:
 
 
 def make_progress(enabled: bool) -> Progress | None:
-    """A rich Progress with a status column, or None when output is not wanted."""
-    if not enabled:
+    """A rich Progress drawing on stderr, with a status column; None when output is not wanted or stderr is not
+    a terminal (a log file or a CI job gets the caller's plain line per finished task instead of redrawn bars)."""
+    import sys
+
+    if not enabled or not sys.stderr.isatty():
         return None
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     return Progress(
@@ -93,5 +97,7 @@ def make_progress(enabled: bool) -> Progress | None:
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         TextColumn("{task.fields[status]}"),
+        # stdout carries the results (the run directory, the report paths): bars never mix into it.
+        console=Console(stderr=True, highlight=False),
         transient=False,
     )

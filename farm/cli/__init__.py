@@ -14,6 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 import typer
+import typer._click as click
 from rich.console import Console
 from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 from typer.exceptions import Abort
@@ -32,10 +33,13 @@ MAX_MESSAGE = 200
 """Characters of an internal error's message kept on its one line (the log has all of it)."""
 
 _EXIT_HELP = (
-    "Exit status: 0 success; 2 bad input (one line on stderr naming the flag, file, field or device and "
-    "the fix), no healthy phone or no adb server; 3 (run, sweep) tasks left unfinished; 4 (run, sweep) pass rate "
-    "below --fail-under; 70 internal error (one line naming the log file with the traceback, under "
-    f"${LOG_DIR_ENV}, else $XDG_STATE_HOME/agent-farm/logs or ~/.local/state/agent-farm/logs); 130 interrupted."
+    "Exit status: 0 success (run, sweep: every attempted unit passed, or the rate reached --fail-under); 1 (run, "
+    "sweep) every unit finished, some failed; 2 bad input (one line on stderr naming the flag, file, field or "
+    "device and the fix), no healthy phone, no adb server, a model key refused or an endpoint that does not "
+    "answer; 3 (run, sweep) units left unfinished; 4 (run, sweep) pass rate below --fail-under; 5 (run, sweep) "
+    "infrastructure errors after every try; 70 internal error (one line naming the log file with the traceback, "
+    f"under ${LOG_DIR_ENV}, else $XDG_STATE_HOME/agent-farm/logs or ~/.local/state/agent-farm/logs); 130 "
+    "interrupted."
 )
 
 app = typer.Typer(
@@ -52,6 +56,7 @@ app = typer.Typer(
 )
 
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+_registered = False
 
 
 def _print_version(value: bool) -> None:
@@ -81,10 +86,53 @@ def version() -> None:
 
 def _register() -> None:
     # Each module adds its own commands or sub-app; the order is the order of `farm --help`.
-    from farm.cli import android, desktop, history, report, sim, sweep, tasks, web
+    from farm.cli import android, desktop, history, report, sim, sweep, tasks, view, web
 
-    for module in (tasks, sim, android, sweep, report, history, web, desktop):
+    for module in (tasks, sim, android, sweep, report, history, view, web, desktop):
         module.register(app)
+
+
+def command_tree(*, plain_help: bool | None = None) -> click.Command:
+    """The click command of `farm` with every sub-command registered. `plain_help` (default: stdout is not a
+    terminal) gives click's plain help instead of rich panels: a pipe then gets every line whole (rich cuts help
+    to 80 columns and elides with `…`), and each command's first sentence is listed uncut."""
+    import typer.main
+
+    global _registered
+    if not _registered:
+        _register()
+        _registered = True
+    root = typer.main.get_command(app)
+    _named_arguments(root)
+    if plain_help is None:
+        from farm.cli.tables import stdout_is_terminal
+
+        plain_help = not stdout_is_terminal()
+    if plain_help:
+        _plain_help(root)
+    return root
+
+
+def _named_arguments(command: click.Command) -> None:
+    """An argument given a metavar (`RUN`, `FILE`) is shown by it alone: typer would add its Python type
+    (`<list[str]>`, `<path>`) beside it."""
+    for param in command.params:
+        if param.param_type_name == "argument" and param.metavar:
+            setattr(param, "display_type_rich", lambda ctx: None)  # noqa: B010 - this one parameter's help only
+    for sub in getattr(command, "commands", {}).values():
+        _named_arguments(sub)
+
+
+def _plain_help(command: click.Command) -> None:
+    from typer._click.utils import make_default_short_help
+
+    # Typer draws rich help unless the command's markup mode is None.
+    setattr(command, "rich_markup_mode", None)  # noqa: B010 - typer's commands carry it, click's do not
+    if command.short_help is None and command.help:
+        # Click cuts a command's first sentence to fit the listing; a long limit keeps it whole.
+        command.short_help = make_default_short_help(command.help, 10_000)
+    for sub in getattr(command, "commands", {}).values():
+        _plain_help(sub)
 
 
 def log_dir() -> Path:
@@ -203,8 +251,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         _thread_hook(args)
         _guard_adb()
-        _register()
-        code = app(args=args, prog_name="farm", standalone_mode=False)
+        code = command_tree().main(args=args, prog_name="farm", standalone_mode=False)
     except FarmError as exc:
         err_console.print(f"error: {exc.line()}", markup=False)
         sys.exit(exc.exit_code)

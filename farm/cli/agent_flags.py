@@ -13,31 +13,52 @@ from farm.errors import FarmError
 if TYPE_CHECKING:
     # Imported when a command runs, not when `farm` builds its command list (every invocation pays that).
     from farm.android.options import AgentOptions, HostSettings
+    from farm.taskset.select import TaskSelection
 
-SetPrefix = Annotated[str | None, typer.Option("--set", help="Task directory or id prefix (e.g. read/system).")]
-Profile = Annotated[str | None, typer.Option("--profile", help="Instrument profile from farm.yaml.")]
-ExecutorName = Annotated[str, typer.Option("--executor", help="instrument (agent app) or host.")]
-AllowIrreversible = Annotated[bool, typer.Option("--allow-irreversible", help="Run irreversible tasks (real).")]
-PriceIn = Annotated[float | None, typer.Option("--price-in", help="USD per million input tokens.")]
-PriceOut = Annotated[float | None, typer.Option("--price-out", help="USD per million output tokens.")]
-PriceCached = Annotated[float | None, typer.Option("--price-cached", help="USD per million cached tokens.")]
-OnTakeover = Annotated[str | None, typer.Option("--on-takeover", help="cancel or wait.")]
-Channel = Annotated[str | None, typer.Option("--channel", help="Force web or app.")]
-Flags = Annotated[str | None, typer.Option("--flags", help="evalFlags: none or key=on,…")]
+Profile = Annotated[str | None, typer.Option("--profile", metavar="NAME", help="Instrument profile from farm.yaml.")]
+ExecutorName = Annotated[str, typer.Option("--executor", metavar="instrument|host",
+                                           help="instrument (the agent app on the phone) or host.")]
+AllowIrreversible = Annotated[bool, typer.Option(
+    "--allow-irreversible", help="Run irreversible tasks: they really send, delete or order (named first; asks at a "
+                                 "terminal unless --yes).")]
+PriceIn = Annotated[float | None, typer.Option("--price-in", metavar="USD", help="USD per million input tokens.")]
+PriceOut = Annotated[float | None, typer.Option("--price-out", metavar="USD", help="USD per million output tokens.")]
+PriceCached = Annotated[float | None, typer.Option("--price-cached", metavar="USD",
+                                                   help="USD per million cached tokens.")]
+OnTakeover = Annotated[str | None, typer.Option("--on-takeover", metavar="cancel|wait",
+                                                help="What the agent does when a person takes over.")]
+Channel = Annotated[str | None, typer.Option("--channel", metavar="web|app", help="Force web or app.")]
+Flags = Annotated[str | None, typer.Option("--flags", metavar="FLAGS",
+                                           help="evalFlags: none, or key=on / key=off pairs joined by commas.")]
 LearnSkills = Annotated[bool, typer.Option("--learn-skills", help="Let the agent learn skills.")]
 Memory = Annotated[bool, typer.Option("--memory", help="Let the agent keep memories.")]
-TasksDir = Annotated[Path | None, typer.Option("--tasks-dir", help="Task set root (default tasks/).")]
-RunsDir = Annotated[Path | None, typer.Option("--runs-dir", help="Where runs go (default runs/).")]
-Config = Annotated[Path | None, typer.Option("--config", help="farm.yaml (default ./farm.yaml if present).")]
-Policy = Annotated[str | None, typer.Option("--policy", help="host executor: model or scripted.")]
-Model = Annotated[str | None, typer.Option("--model", help="host executor: model name.")]
-Provider = Annotated[str | None, typer.Option("--provider", help="host executor: openai or anthropic.")]
-BaseUrl = Annotated[str | None, typer.Option("--base-url", help="host executor: model endpoint.")]
-ApiKeyEnv = Annotated[str | None, typer.Option("--api-key-env", help="host executor: variable holding the key.")]
-ReasoningEffort = Annotated[str | None, typer.Option("--reasoning-effort", help="host executor: minimal…high.")]
+TasksDir = Annotated[Path | None, typer.Option("--tasks-dir", metavar="DIR",
+                                               help="Task set root (default farm.yaml tasks_dir, else tasks/).")]
+RunsDir = Annotated[Path | None, typer.Option("--runs-dir", metavar="DIR",
+                                              help="Where runs go (default farm.yaml runs_dir, else runs/).")]
+Config = Annotated[Path | None, typer.Option("--config", metavar="FILE",
+                                             help="farm.yaml (default ./farm.yaml if present).")]
+Policy = Annotated[str | None, typer.Option("--policy", metavar="model|scripted",
+                                            help="host executor: a model, or the scripted policy.")]
+Model = Annotated[str | None, typer.Option("--model", metavar="NAME", help="host executor: model name.")]
+Provider = Annotated[str | None, typer.Option("--provider", metavar="openai|anthropic",
+                                              help="host executor: the model's API.")]
+BaseUrl = Annotated[str | None, typer.Option("--base-url", metavar="URL", help="host executor: model endpoint.")]
+ApiKeyEnv = Annotated[str | None, typer.Option("--api-key-env", metavar="VAR",
+                                               help="host executor: variable holding the key.")]
+ReasoningEffort = Annotated[str | None, typer.Option("--reasoning-effort", metavar="LEVEL",
+                                                     help="host executor: minimal, low, medium or high.")]
 Screenshots = Annotated[bool, typer.Option("--screenshots", help="host executor: send screenshots to the model.")]
-ScriptsDir = Annotated[Path | None, typer.Option("--scripts-dir", help="host executor: scripted policy's scripts.")]
-
+ScriptsDir = Annotated[Path | None, typer.Option("--scripts-dir", metavar="DIR",
+                                                 help="host executor: scripted policy's scripts.")]
+Device = Annotated[list[str] | None, typer.Option("--device", metavar="SERIAL", help="Phone serial (repeatable).")]
+RunName = Annotated[str | None, typer.Option("--run", metavar="RUN", help="Id of the new run (default: made up).")]
+RunIdAlias = Annotated[str | None, typer.Option("--run-id", metavar="RUN", hidden=True, help="Old name of --run.")]
+Resume = Annotated[str | None, typer.Option("--resume", metavar="RUN", help="Continue the stopped run RUN "
+                                                                              "(with its own options).")]
+FailUnder = Annotated[float | None, typer.Option("--fail-under", min=0.0, max=1.0, metavar="RATE",
+                                                 help="Exit 4 when the pass rate is below this (0–1).")]
+Split = Annotated[str | None, typer.Option("--split", metavar="tune|holdout|all", help="Task pool.")]
 
 def agent_options(
     *, split: str, set_prefix: str | None, allow_irreversible: bool, price_in: float | None, price_out: float | None,
@@ -114,3 +135,32 @@ def check_adb_port() -> None:
     from farm.android.devices import local_port
 
     local_port()
+
+
+def runs_root(runs_dir: Path | None, config: Path | None) -> Path:
+    """The runs directory: the flag, else farm.yaml's `runs_dir`."""
+    if runs_dir is not None:
+        return runs_dir
+    from farm.config import load_config
+
+    return Path(load_config(config).runs_dir)
+
+
+def tasks_root(tasks_dir: Path | None, config: Path | None) -> Path:
+    """The task-set root: the flag, else farm.yaml's `tasks_dir`."""
+    if tasks_dir is not None:
+        return tasks_dir
+    from farm.config import load_config
+
+    return Path(load_config(config).tasks_dir)
+
+
+def with_selection(agent: AgentOptions, selection: TaskSelection | None) -> tuple[AgentOptions, TaskSelection | None]:
+    """The agent options and the request's selection: one `--set` and nothing else stays the agent's set prefix
+    (what the agent app's `evalSet` says); anything more goes to the request as a whole."""
+    if selection is None:
+        return agent, None
+    single = selection.single_set()
+    if single is not None:
+        return agent.model_copy(update={"set_prefix": single}), None
+    return agent, selection

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from farm.cli import agent_flags as af
+from farm.cli import selection as sel
 from farm.errors import FarmError
 
 instrument_app = typer.Typer(help="Tools for `am instrument` output.", no_args_is_help=True)
@@ -15,7 +16,7 @@ instrument_app = typer.Typer(help="Tools for `am instrument` output.", no_args_i
 
 @instrument_app.command("parse")
 def instrument_parse(
-    file: Path = typer.Argument(..., help="A captured `am instrument -w -r` output."),
+    file: Path = typer.Argument(..., metavar="FILE", help="A captured `am instrument -w -r` output."),
 ) -> None:
     """Print the parsed events of a capture as JSON lines."""
     from farm.android.instrument_parser import InstrumentParser
@@ -32,22 +33,28 @@ def instrument_parse(
 
 
 def run(
-    split: str = typer.Option("tune", "--split", help="tune, holdout or all."),
-    device: list[str] = typer.Option([], "--device", help="Phone serial (repeatable)."),
-    all_phones: bool = typer.Option(False, "--all", help="Every healthy phone."),
-    run_id: str | None = typer.Option(None, "--run-id", help="Run id (default <yyyymmdd-hhmm>-<split>-<hash>)."),
-    resume: str | None = typer.Option(None, "--resume", help="Continue the stopped run RUN (its own options)."),
-    idle_timeout: float | None = typer.Option(None, "--idle-timeout", help="Seconds without output per task."),
-    deadline: float | None = typer.Option(None, "--deadline",
+    split: af.Split = None,
+    device: af.Device = None,
+    all_phones: bool = typer.Option(False, "--all-phones", help="Every healthy phone (default: the only one)."),
+    all_alias: bool = typer.Option(False, "--all", hidden=True, help="Old name of --all-phones."),
+    run_name: af.RunName = None,
+    run_id_alias: af.RunIdAlias = None,
+    resume: af.Resume = None,
+    idle_timeout: float | None = typer.Option(None, "--idle-timeout", metavar="SECONDS",
+                                              help="Seconds without output per task."),
+    deadline: float | None = typer.Option(None, "--deadline", metavar="SECONDS",
                                           help="Seconds until no task starts (the rest are recorded unfinished)."),
-    batch: int = typer.Option(1, "--batch", min=1, max=1000,
+    batch: int = typer.Option(1, "--batch", min=1, max=1000, metavar="N",
                               help="instrument executor: tasks per am instrument call (1: each record at once)."),
-    max_tries: int = typer.Option(3, "--max-tries", min=1, max=100,
+    max_tries: int = typer.Option(3, "--max-tries", min=1, max=100, metavar="N",
                                   help="Tries of a task after infrastructure failures."),
-    fail_under: float | None = typer.Option(None, "--fail-under", min=0.0, max=1.0,
-                                            help="Exit 4 when the pass rate is below this (0–1)."),
+    fail_under: af.FailUnder = None,
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
-    set_prefix: af.SetPrefix = None,
+    sets: sel.SetNames = None,
+    keyword: sel.Keyword = None,
+    exclude: sel.Exclude = None,
+    only_failed_from: sel.OnlyFailedFrom = None,
+    yes: sel.Yes = False,
     profile: af.Profile = None,
     executor: af.ExecutorName = "instrument",
     allow_irreversible: af.AllowIrreversible = False,
@@ -73,24 +80,37 @@ def run(
 ) -> None:
     """Run a split of the task set on connected phones and write the reports.
 
-    Each task's record is written the moment it is scored; a task whose phone failed for an
-    infrastructure reason is tried again (--max-tries). Ctrl-C or SIGTERM starts no new task, lets
-    running ones finish, writes the reports and says how to continue (--resume RUN).
+    The pool is --split (default tune; all with --only-failed-from); --set (repeatable, a union), -k,
+    --exclude and --only-failed-from choose within it. Each task's record is written the moment it is
+    scored; a task whose phone failed for an infrastructure reason is tried again (--max-tries). Ctrl-C or
+    SIGTERM starts no new task, lets running ones finish, writes the reports and says how to continue
+    (--resume RUN).
 
-    Exit status: 0 every task finished; 3 tasks were left unfinished (stopped, phone lost, deadline);
-    4 every task finished but the pass rate is below --fail-under; 2 bad input or no healthy phone.
+    Exit status: 0 every task finished and passed (or the rate reached --fail-under); 1 some failed;
+    3 tasks were left unfinished (stopped, phone lost, deadline); 4 the pass rate is below --fail-under;
+    5 infrastructure errors after every try; 2 bad input or no healthy phone.
     """
     import sys
 
     from farm.android.options import check_seconds
+    from farm.cli.aliases import either
+    from farm.names import check_name
 
+    run_id, run_flag = either(run_name, run_id_alias, "--run", "--run-id")
     if resume and run_id:
-        raise FarmError("--resume RUN continues that run", hint="leave out --run-id")
+        raise FarmError("--resume RUN continues that run", hint=f"leave out {run_flag}")
+    if resume and (sets or keyword is not None or exclude or only_failed_from):
+        raise FarmError("--resume RUN continues that run with its own selection",
+                        hint="leave out --set, -k, --exclude and --only-failed-from")
+    for value, what in ((run_id, run_flag), (resume, "--resume")):
+        if value is not None:
+            check_name(value, what)
     check_seconds(idle_timeout, "--idle-timeout")
     check_seconds(deadline, "--deadline")
     af.check_fraction(fail_under, "--fail-under")
+    pool = split or ("all" if only_failed_from else "tune")
     agent = af.agent_options(
-        split=split, set_prefix=set_prefix, allow_irreversible=allow_irreversible, price_in=price_in,
+        split=pool, set_prefix=None, allow_irreversible=allow_irreversible, price_in=price_in,
         price_out=price_out, price_cached=price_cached, on_takeover=on_takeover, channel=channel, flags=flags,
         learn_skills=learn_skills, memory=memory,
     )
@@ -99,15 +119,23 @@ def run(
                             scripts_dir=scripts_dir)
     af.check_adb_port()
     af.check_runs_dir(runs_dir, config)
+    selection = sel.task_selection(sets or [], keyword, exclude or [], only_failed_from,
+                                   af.runs_root(runs_dir, config))
+    if sel.nothing_failed(selection):
+        return
+    if resume is None:
+        sel.preview(af.tasks_root(tasks_dir, config), agent.split, selection, allow_irreversible=allow_irreversible,
+                    yes=yes)
+    agent, request_selection = af.with_selection(agent, selection)
     from farm.android.lane import run as run_lane
     from farm.android.lane import run_request
 
     req = run_request(
-        agent=agent, serials=device, all_phones=all_phones, profile=profile,
+        agent=agent, serials=device or [], all_phones=all_phones or all_alias, profile=profile,
         executor=af.executor_name(executor), run_id=resume or run_id, resume=resume is not None,
         tasks_dir=tasks_dir, runs_dir=runs_dir, config=config, idle_timeout_s=idle_timeout, deadline_s=deadline,
         batch=batch, max_tries=max_tries, fail_under=fail_under, command=["farm", *sys.argv[1:]],
-        show_progress=not quiet, host=host,
+        show_progress=not quiet, host=host, selection=request_selection,
     )
     from rich.console import Console
 
@@ -130,14 +158,15 @@ def run(
 
 
 def devices_cmd(
-    config: Path | None = typer.Option(None, "--config", help="farm.yaml (default ./farm.yaml if present)."),
-    profile: str | None = typer.Option(None, "--profile", help="Instrument profile whose agent app is checked."),
+    config: af.Config = None,
+    profile: str | None = typer.Option(None, "--profile", metavar="NAME",
+                                       help="Instrument profile whose agent app is checked."),
+    as_json: bool = typer.Option(False, "--json", help="Print the phones as one JSON object."),
 ) -> None:
     """List phones on every adb server with their health verdict."""
-    from rich.console import Console
-    from rich.table import Table
-
     from farm.android import devices, health
+    from farm.android.device_listing import device_listing
+    from farm.cli.tables import print_table
     from farm.config import load_config
 
     devices.local_port()
@@ -146,29 +175,25 @@ def devices_cmd(
     found = devices.discover(cfg)
     if not found:
         raise FarmError("no phone found on any adb server", hint=devices.NO_PHONE_HINT)
-    table = Table()
-    for name in ("serial", "adb server", "model", "Android", "battery", "state", "health"):
-        table.add_column(name, no_wrap=True)
-    table.add_column("reason")
-    for phone in found:
-        h = health.check(phone, cfg.health, prof)
-        battery = "" if h.battery is None else f"{h.battery}%" + (" ⚡" if h.charging else "")
-        table.add_row(
-            h.serial, h.server, h.model or "", h.android or "", battery, h.state,
-            "ok" if h.ok else "left out", h.reason or "",
-        )
-    import sys
-
-    Console(width=None if sys.stdout.isatty() else 160).print(table)
+    listing = device_listing([health.check(phone, cfg.health, prof) for phone in found])
+    if as_json:
+        print(listing.model_dump_json(indent=2))
+        return
+    rows = []
+    for d in listing.devices:
+        battery = "" if d.battery is None else f"{d.battery}%" + (" ⚡" if d.charging else "")
+        rows.append([d.serial, d.server, d.model or "", d.android or "", battery, d.state, d.health, d.reason or ""])
+    print_table(("serial", "adb server", "model", "Android", "battery", "state", "health", "reason"), rows)
 
 
 def pull(
-    device: str = typer.Option(..., "--device", help="Phone serial."),
-    run_id: str = typer.Option(..., "--run", help="Run name on the phone (eval/<run>/)."),
-    split: str = typer.Option("all", "--split", help="tune, holdout or all (where to file it)."),
-    runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", help="Where runs go."),
-    profile: str | None = typer.Option(None, "--profile", help="Instrument profile (agent app package)."),
-    config: Path | None = typer.Option(None, "--config", help="farm.yaml."),
+    device: str = typer.Option(..., "--device", metavar="SERIAL", help="Phone serial."),
+    run_id: str = typer.Option(..., "--run", metavar="RUN", help="Run name on the phone (eval/<run>/)."),
+    split: str = typer.Option("all", "--split", metavar="tune|holdout|all", help="Pool to file it under."),
+    runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", metavar="DIR", help="Where runs go."),
+    profile: str | None = typer.Option(None, "--profile", metavar="NAME", help="Instrument profile (agent app "
+                                                                                "package)."),
+    config: af.Config = None,
 ) -> None:
     """Pull eval/<run>/ from a phone (a run started elsewhere) and normalise it into records."""
     import sys

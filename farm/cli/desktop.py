@@ -39,8 +39,9 @@ def tasks_cmd() -> None:
 
 @desktop_app.command("init")
 def init_cmd(
-    config: Path = typer.Argument(..., help="config.json of the batch (mode 600, outside git)."),
-    out: Path = typer.Argument(..., help="New batch file to write, e.g. batch-000.json (never overwritten)."),
+    config: Path = typer.Argument(..., metavar="CONFIG", help="config.json of the batch (mode 600, outside git)."),
+    out: Path = typer.Argument(..., metavar="OUT",
+                               help="New batch file to write, e.g. batch-000.json (never overwritten)."),
 ) -> None:
     """Validate CONFIG and write every task × repetition slot to OUT as pending, and start its ledger index
     (<OUT stem>.ledger.jsonl next to OUT)."""
@@ -57,10 +58,10 @@ def init_cmd(
 
 @desktop_app.command("record")
 def record_cmd(
-    batch: Path = typer.Argument(..., help="Latest batch file."),
-    slot: str = typer.Argument(..., help="Slot id <task>/<repetition>, e.g. calculator-add/1."),
-    result: Path = typer.Argument(..., help="result.json of the slot."),
-    out: Path = typer.Argument(..., help="New batch file to write (never overwritten)."),
+    batch: Path = typer.Argument(..., metavar="BATCH", help="Latest batch file."),
+    slot: str = typer.Argument(..., metavar="SLOT", help="Slot id <task>/<repetition>, e.g. calculator-add/1."),
+    result: Path = typer.Argument(..., metavar="RESULT", help="result.json of the slot."),
+    out: Path = typer.Argument(..., metavar="OUT", help="New batch file to write (never overwritten)."),
 ) -> None:
     """Record RESULT for a pending SLOT of BATCH into a new version OUT, linked by hash and listed in the ledger
     index. BATCH must be the latest version the index lists; OUT may be in any folder."""
@@ -73,7 +74,9 @@ def record_cmd(
 
 
 @desktop_app.command("verify")
-def verify_cmd(batch: Path = typer.Argument(..., help="Batch file whose version chain to check.")) -> None:
+def verify_cmd(
+    batch: Path = typer.Argument(..., metavar="BATCH", help="Batch file whose version chain to check."),
+) -> None:
     """Walk BATCH's version chain back to the plan and check every hash and every step against the ledger index."""
     from farm.desktop.chain import check_chain
 
@@ -96,11 +99,22 @@ def verify_cmd(batch: Path = typer.Argument(..., help="Batch file whose version 
 def report_cmd(
     batches: list[Path] = typer.Argument(..., help="Exactly one batch file (its latest version)."),
     as_json: bool = typer.Option(False, "--json", help="Print the JSON report instead of markdown."),
+    html: Path | None = typer.Option(
+        None, "--html", metavar="OUT", help="Also write the report as an HTML page to OUT (a new file)."
+    ),
 ) -> None:
     """Summarise one batch: overall and per task (interim until every slot is recorded)."""
     from farm.desktop.report import build_report, report_json, report_markdown
 
     report = build_report(batches)
+    if html is not None:
+        from farm.cli.paths import check_output_dir
+        from farm.desktop.report_section import batch_page_html
+        from farm.fsutil import create_new_text
+
+        check_output_dir(html.parent, "--html")
+        create_new_text(html, batch_page_html(report), what="HTML report")
+        typer.echo(f"wrote {html}", err=True)
     text = report_json(report) if as_json else report_markdown(report)
     # Plain echo: the JSON must reach stdout byte for byte, untouched by rich.
     typer.echo(text, nl=False)
@@ -108,9 +122,9 @@ def report_cmd(
 
 @desktop_app.command("attach")
 def attach_cmd(
-    run: str = typer.Argument(..., help="Run id (runs/<RUN>/ is created if missing)."),
-    batch: Path = typer.Argument(..., help="Batch file to add to the run."),
-    runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", help="Directory holding run directories."),
+    run: str = typer.Argument(..., metavar="RUN", help="Run id (runs/<RUN>/ is created if missing)."),
+    batch: Path = typer.Argument(..., metavar="BATCH", help="Batch file to add to the run."),
+    runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", metavar="DIR", help="Directory holding run directories."),
 ) -> None:
     """Add BATCH to the run manifest and write its reports into runs/<RUN>/desktop/."""
     from farm.cli.paths import check_output_dir

@@ -8,14 +8,19 @@ import typer
 
 
 def history(
-    label: str | None = typer.Option(None, "--label", help="Only runs with this manifest label (e.g. nightly)."),
-    last: int = typer.Option(14, "--last", min=1, max=10000, help="Show the last N runs, by creation time."),
-    runs_dir: Path | None = typer.Option(None, "--runs-dir", help="Where run directories are (default: farm.yaml)."),
+    label: str | None = typer.Option(None, "--label", metavar="LABEL",
+                                     help="Only runs with this manifest label (e.g. nightly)."),
+    last: int = typer.Option(14, "--last", min=1, max=10000, metavar="N",
+                             help="Show the last N runs, by creation time."),
+    runs_dir: Path | None = typer.Option(None, "--runs-dir", metavar="DIR",
+                                         help="Where run directories are (default: farm.yaml)."),
     out: Path | None = typer.Option(
-        None, "--out", help="Directory for history.md and history.html (default <runs-dir>/history/<label>-<newest>/)."
+        None, "--out", metavar="DIR",
+        help="Directory for history.md and history.html (default <runs-dir>/history/<label>-<newest>/).",
     ),
     include_holdout: bool = typer.Option(False, "--include-holdout", help="Count holdout-pool results."),
-    config: Path | None = typer.Option(None, "--config", help="farm.yaml (default ./farm.yaml if present)."),
+    config: Path | None = typer.Option(None, "--config", metavar="FILE",
+                                       help="farm.yaml (default ./farm.yaml if present)."),
 ) -> None:
     """Pass rate per night, regressions and fixes against the previous night, flaky tasks, phone health."""
     from farm.cli.agent_flags import runs_dir_source

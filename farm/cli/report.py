@@ -6,13 +6,20 @@ from pathlib import Path
 
 import typer
 
+RunsDir = typer.Option(Path("runs"), "--runs-dir", metavar="DIR", help="Where run directories are.")
+
 
 def report(
-    runs: list[str] = typer.Argument(..., help="Run id(s) under --runs-dir (two: paired comparison A B)."),
-    runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", help="Where run directories are."),
+    runs: list[str] = typer.Argument(..., metavar="RUN",
+                                     help="Run id(s) under --runs-dir (two: paired comparison A B)."),
+    runs_dir: Path = RunsDir,
     include_holdout: bool = typer.Option(False, "--include-holdout", help="Show holdout-pool results."),
-    overrides: list[Path] = typer.Option([], "--overrides", help="overrides.yaml with human re-judgements."),
-    out: Path | None = typer.Option(None, "--out", help="Directory for the reports (must not hold reports)."),
+    overrides: list[Path] = typer.Option([], "--overrides", metavar="FILE",
+                                         help="overrides.yaml with human re-judgements (repeatable)."),
+    out: Path | None = typer.Option(None, "--out", metavar="DIR",
+                                    help="Directory for the reports (must not hold reports)."),
+    as_json: bool = typer.Option(False, "--json",
+                                 help="Print the written paths and the headline numbers as one JSON object."),
 ) -> None:
     """Aggregate run(s) into report.md, report.html, junit.xml and scores.csv."""
     from farm.cli.paths import check_output_dir
@@ -21,8 +28,14 @@ def report(
     if out is not None:
         check_output_dir(out, "--out")
     dirs = [resolve_run_dir(r, runs_dir) for r in runs]
-    for path in build_reports(dirs, include_holdout=include_holdout, overrides=overrides, out_dir=out,
-                              on_warning=_warn):
+    paths = build_reports(dirs, include_holdout=include_holdout, overrides=overrides, out_dir=out, on_warning=_warn)
+    if as_json:
+        from farm.results.report_summary import report_summary
+
+        summary = report_summary(dirs, paths, include_holdout=include_holdout, overrides=overrides)
+        print(summary.model_dump_json(indent=2))
+        return
+    for path in paths:
         print(path)
 
 
@@ -33,18 +46,26 @@ def _warn(text: str) -> None:
 
 
 def query(
-    sql: str = typer.Argument(..., help="One SELECT over the views records, runs, devices (read-only)."),
-    runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", help="Where run directories are."),
-    run: list[str] = typer.Option([], "--run", help="Limit to these runs (default: all under --runs-dir)."),
+    sql: str = typer.Argument(..., metavar="SQL", help="One SELECT over the views records, runs, devices (read-only)."),
+    runs_dir: Path = RunsDir,
+    run: list[str] = typer.Option([], "--run", metavar="RUN",
+                                  help="Limit to this run (repeatable; default: every run under --runs-dir)."),
+    output_format: str = typer.Option("table", "--format", metavar="table|csv|json",
+                                      help="table (tab-separated when stdout is not a terminal), csv or json."),
+    as_json: bool = typer.Option(False, "--json", help="Same as --format json."),
 ) -> None:
-    """Run one read-only SELECT on the records of every run and print a table."""
-    from rich.console import Console
-    from rich.table import Table
-
+    """Run one read-only SELECT on the records of every run and print the rows whole (never cut to fit)."""
+    from farm.errors import FarmError
     from farm.report.build import resolve_run_dir
     from farm.results import duck
     from farm.results.damage import damage_text
+    from farm.results.query_output import FORMATS, cell_text, query_result, to_csv
 
+    if output_format not in FORMATS:
+        raise FarmError(f"--format {output_format}: unknown format", hint="use table, csv or json")
+    if as_json and output_format not in ("table", "json"):
+        raise FarmError(f"--json and --format {output_format} both given", hint="pass one of them")
+    chosen = "json" if as_json else output_format
     duck.check_query(sql)
     dirs = [resolve_run_dir(r, runs_dir) for r in run] if run else duck.run_dirs_under(runs_dir)
     for path, damage in duck.damaged_lines(dirs):
@@ -52,10 +73,15 @@ def query(
             _warn(line)
     con = duck.query_connection(dirs)
     names, rows = duck.query(con, sql)
-    table = Table(*names)
-    for row in rows:
-        table.add_row(*("" if v is None else str(v) for v in row))
-    Console(soft_wrap=True).print(table)
+    result = query_result(names, rows)
+    if chosen == "json":
+        print(result.model_dump_json(indent=2))
+    elif chosen == "csv":
+        typer.echo(to_csv(result), nl=False)
+    else:
+        from farm.cli.tables import print_table
+
+        print_table(result.columns, [[cell_text(v) for v in row] for row in result.rows])
 
 
 def register(app: typer.Typer) -> None:

@@ -7,12 +7,11 @@ from typing import Literal
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 sim_app = typer.Typer(
     help="Virtual phones for demos and tests (a device-side adbd on 127.0.0.1).", no_args_is_help=True
 )
-console = Console(highlight=False)
+console = Console(highlight=False, soft_wrap=True)
 MAX_PHONES = 64
 """Most virtual phones one `farm sim up` starts (each is a set of loopback servers and a file tree)."""
 MAX_PROFILE_BYTES = 1 << 20
@@ -57,21 +56,26 @@ def _check_state_file() -> None:
 
 @sim_app.command("up")
 def up(
-    count: int = typer.Option(1, "--count", "-n", min=1, max=MAX_PHONES, help="How many phones to start."),
-    profile: Path | None = typer.Option(None, "--profile", help="Phone profile YAML (default: a Pixel-like phone)."),
+    count: int = typer.Option(1, "--count", "-n", min=1, max=MAX_PHONES, metavar="N",
+                              help="How many phones to start."),
+    profile: Path | None = typer.Option(None, "--profile", metavar="FILE",
+                                        help="Phone profile YAML (default: a Pixel-like phone)."),
     adb_port: int | None = typer.Option(
-        None, "--adb-port", min=1, max=65535, help="adb server port (default ANDROID_ADB_SERVER_PORT or 5037)."
+        None, "--adb-port", min=1, max=65535, metavar="PORT",
+        help="adb server port (default ANDROID_ADB_SERVER_PORT or 5037)."
     ),
-    disconnect_after_s: float | None = typer.Option(None, help="Drop the link this many seconds after attaching."),
-    disconnect_after_bytes: int | None = typer.Option(None, min=0,
+    disconnect_after_s: float | None = typer.Option(None, metavar="SECONDS",
+                                                    help="Drop the link this many seconds after attaching."),
+    disconnect_after_bytes: int | None = typer.Option(None, min=0, metavar="BYTES",
                                                       help="Drop the link after sending this many bytes."),
-    stall_after_bytes: int | None = typer.Option(None, min=0,
+    stall_after_bytes: int | None = typer.Option(None, min=0, metavar="BYTES",
                                                  help="Stop sending (link stays up) after this many bytes."),
-    slow_link_bps: int | None = typer.Option(None, min=1, help="Throttle what phones send to this many bytes/s."),
-    state: str = typer.Option("device", help="What adb sees: device, offline or unauthorized."),
-    instrument_crash_after: int | None = typer.Option(None, min=0,
+    slow_link_bps: int | None = typer.Option(None, min=1, metavar="BPS",
+                                             help="Throttle what phones send to this many bytes/s."),
+    state: str = typer.Option("device", metavar="device|offline|unauthorized", help="What adb sees."),
+    instrument_crash_after: int | None = typer.Option(None, min=0, metavar="N",
                                                       help="The agent's instrumentation crashes after N tasks."),
-    instrument_stop_after: int | None = typer.Option(None, min=0,
+    instrument_stop_after: int | None = typer.Option(None, min=0, metavar="N",
                                                      help="The agent's instrumentation stops after N tasks."),
     hostile_eval_tree: bool = typer.Option(False, help="The agent app writes hostile file names."),
 ) -> None:
@@ -120,12 +124,11 @@ def status() -> None:
     if state is None:
         console.print("no virtual phones running")
         return
-    table = Table(title=f"virtual phones (pid {state.pid}, adb server :{state.adb_port})")
-    for column in ("serial", "model", "state", "file system"):
-        table.add_column(column)
-    for phone in state.phones:
-        table.add_row(phone.serial, phone.model, seen.get(phone.serial, "?"), phone.root)
-    console.print(table)
+    from farm.cli.tables import print_table
+
+    print_table(("serial", "model", "state", "file system"),
+                [[p.serial, p.model, seen.get(p.serial, "?"), p.root] for p in state.phones],
+                title=f"virtual phones (pid {state.pid}, adb server :{state.adb_port})")
 
 
 @sim_app.command("down")

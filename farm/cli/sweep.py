@@ -8,6 +8,7 @@ from typing import cast
 import typer
 
 from farm.cli import agent_flags as af
+from farm.cli import selection as sel
 from farm.errors import FarmError
 
 _HELP = (
@@ -16,37 +17,46 @@ _HELP = (
     "the moment its unit is scored, a unit whose phone fails for an infrastructure reason moves to another "
     "eligible phone (each try is kept), a phone that keeps failing is quarantined, and Ctrl-C/SIGTERM stop "
     "dispatch and leave the run resumable with --resume RUN.\n\n"
-    "Exit status: 0 every unit finished; 3 units were left unfinished (phones lost or quarantined, or the "
-    "sweep was stopped: resume it); 4 every unit finished but the pass rate is below --fail-under; 2 bad "
-    "input, no healthy phone, a changed code/task/config on resume, or another sweep holds the farm's lock."
+    "The pool is --split (default all); --set (repeatable, a union), -k, --exclude and --only-failed-from "
+    "choose within it.\n\n"
+    "Exit status: 0 every unit finished and passed (or the rate reached --fail-under); 1 some failed; 3 units "
+    "were left unfinished (phones lost or quarantined, or the sweep was stopped: resume it); 4 the pass rate is "
+    "below --fail-under; 5 infrastructure errors after every try; 2 bad input, no healthy phone, a changed "
+    "code/task/config on resume, or another sweep holds the farm's lock."
 )
 
 
 def sweep_cmd(
-    split: str = typer.Option("all", "--split", help="tune, holdout or all."),
-    spread: str = typer.Option("every-phone", "--spread",
+    split: af.Split = None,
+    spread: str = typer.Option("every-phone", "--spread", metavar="every-phone|shard",
                                help="every-phone (each phone runs every task it can) or shard (each task once)."),
-    repeats: int = typer.Option(1, "--repeats", min=1, max=1000,
+    repeats: int = typer.Option(1, "--repeats", min=1, max=1000, metavar="K",
                                 help="Runs of each unit (pass@k, pass^k, flaky list)."),
-    device: list[str] = typer.Option([], "--device", help="Only this phone (repeatable); default every phone."),
+    device: af.Device = None,
     all_phones: bool = typer.Option(True, "--all-phones/--listed-phones",
                                     help="Every healthy phone (the default), or only --device ones."),
-    label: str | None = typer.Option(None, "--label", help="Tag of the run, e.g. nightly (see farm history)."),
-    run_id: str | None = typer.Option(None, "--run-id", help="Run id (default <yyyymmdd-hhmmss>-<label>)."),
-    resume: str | None = typer.Option(None, "--resume", help="Continue the stopped sweep RUN."),
-    retry_from: str | None = typer.Option(None, "--retry-from",
-                                          help="New run (--run-id) reusing RUN's finished units (mixed provenance)."),
-    batch: int = typer.Option(1, "--batch", min=1, max=1000,
+    label: str | None = typer.Option(None, "--label", metavar="LABEL",
+                                     help="Tag of the run, e.g. nightly (see farm history)."),
+    run_name: af.RunName = None,
+    run_id_alias: af.RunIdAlias = None,
+    resume: af.Resume = None,
+    retry_from: str | None = typer.Option(None, "--retry-from", metavar="RUN",
+                                          help="New run (--run) reusing RUN's finished units (mixed provenance)."),
+    batch: int = typer.Option(1, "--batch", min=1, max=1000, metavar="N",
                               help="instrument executor: units of distinct tasks per am instrument call."),
-    max_tries: int = typer.Option(3, "--max-tries", min=1, max=100,
+    max_tries: int = typer.Option(3, "--max-tries", min=1, max=100, metavar="N",
                                   help="Tries of a unit after infrastructure failures."),
-    quarantine_after: int = typer.Option(3, "--quarantine-after", min=1, max=1000,
+    quarantine_after: int = typer.Option(3, "--quarantine-after", min=1, max=1000, metavar="N",
                                          help="Infrastructure failures in a row that quarantine a phone."),
-    recheck: float = typer.Option(60.0, "--recheck", help="Seconds between health checks of quarantined phones."),
-    fail_under: float | None = typer.Option(None, "--fail-under", min=0.0, max=1.0,
-                                            help="Exit 4 when the pass rate is below this (0–1)."),
+    recheck: float = typer.Option(60.0, "--recheck", metavar="SECONDS",
+                                  help="Seconds between health checks of quarantined phones."),
+    fail_under: af.FailUnder = None,
     quiet: bool = typer.Option(False, "--quiet", help="No line per finished unit."),
-    set_prefix: af.SetPrefix = None,
+    sets: sel.SetNames = None,
+    keyword: sel.Keyword = None,
+    exclude: sel.Exclude = None,
+    only_failed_from: sel.OnlyFailedFrom = None,
+    yes: sel.Yes = False,
     profile: af.Profile = None,
     executor: af.ExecutorName = "instrument",
     allow_irreversible: af.AllowIrreversible = False,
@@ -71,27 +81,32 @@ def sweep_cmd(
     scripts_dir: af.ScriptsDir = None,
 ) -> None:
     from farm.android.options import check_seconds
+    from farm.cli.aliases import either
     from farm.names import check_name
     from farm.sweep.plan import Spread
     from farm.sweep.request import SweepRequest
     from farm.sweep.sweep import sweep
 
+    run_id, run_flag = either(run_name, run_id_alias, "--run", "--run-id")
     if spread not in ("every-phone", "shard"):
         raise FarmError(f"--spread {spread}: invalid", hint="use every-phone or shard")
     if resume and (retry_from or run_id):
-        raise FarmError("--resume RUN continues that run", hint="leave out --run-id and --retry-from")
+        raise FarmError("--resume RUN continues that run", hint=f"leave out {run_flag} and --retry-from")
+    if resume and (sets or keyword is not None or exclude or only_failed_from):
+        raise FarmError("--resume RUN continues that run with its own selection",
+                        hint="leave out --set, -k, --exclude and --only-failed-from")
     if retry_from and not run_id:
-        raise FarmError("--retry-from OLD makes a new run", hint="pass --run-id NEW")
+        raise FarmError("--retry-from OLD makes a new run", hint="pass --run NEW")
     if not all_phones and not device:
         raise FarmError("--listed-phones without --device", hint="name the phones with --device SERIAL")
     # Names first: the sweep takes the farm lock (a file in the runs directory) before it reaches a phone.
-    for value, what in ((resume, "--resume"), (run_id, "--run-id"), (retry_from, "--retry-from"), (label, "--label")):
+    for value, what in ((resume, "--resume"), (run_id, run_flag), (retry_from, "--retry-from"), (label, "--label")):
         if value is not None:
             check_name(value, what)
     check_seconds(recheck, "--recheck")
     af.check_fraction(fail_under, "--fail-under")
     agent = af.agent_options(
-        split=split, set_prefix=set_prefix, allow_irreversible=allow_irreversible, price_in=price_in,
+        split=split or "all", set_prefix=None, allow_irreversible=allow_irreversible, price_in=price_in,
         price_out=price_out, price_cached=price_cached, on_takeover=on_takeover, channel=channel, flags=flags,
         learn_skills=learn_skills, memory=memory,
     )
@@ -100,12 +115,20 @@ def sweep_cmd(
                             scripts_dir=scripts_dir)
     af.check_adb_port()
     af.check_runs_dir(runs_dir, config)
+    selection = sel.task_selection(sets or [], keyword, exclude or [], only_failed_from,
+                                   af.runs_root(runs_dir, config))
+    if sel.nothing_failed(selection):
+        return
+    if resume is None:
+        sel.preview(af.tasks_root(tasks_dir, config), agent.split, selection, allow_irreversible=allow_irreversible,
+                    yes=yes)
+    agent, request_selection = af.with_selection(agent, selection)
     req = SweepRequest(
         agent=agent, spread=cast(Spread, spread), repeats=repeats, host=host,
-        executor=af.executor_name(executor),
-        serials=device, profile=profile, run_id=resume or run_id, resume=resume is not None, retry_from=retry_from,
-        label=label, batch=batch, max_tries=max_tries, quarantine_after=quarantine_after, recheck_s=recheck,
-        fail_under=fail_under, tasks_dir=tasks_dir, runs_dir=runs_dir, config=config,
+        executor=af.executor_name(executor), selection=request_selection,
+        serials=device or [], profile=profile, run_id=resume or run_id, resume=resume is not None,
+        retry_from=retry_from, label=label, batch=batch, max_tries=max_tries, quarantine_after=quarantine_after,
+        recheck_s=recheck, fail_under=fail_under, tasks_dir=tasks_dir, runs_dir=runs_dir, config=config,
         command=["farm", *sys.argv[1:]], show_progress=not quiet,
     )
     result = sweep(req)

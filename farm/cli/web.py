@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 if TYPE_CHECKING:
     from web_bench.results import WebRun
@@ -18,11 +17,12 @@ web_app = typer.Typer(
     help="Deterministic 127.0.0.1 task site and the paired playwright / android-chrome benchmark.",
     no_args_is_help=True,
 )
-console = Console(highlight=False)
+console = Console(highlight=False, soft_wrap=True)
 
 
 @web_app.command("serve")
-def serve(port: int = typer.Option(8765, "--port", help="Port on 127.0.0.1 (0 = any free port).")) -> None:
+def serve(port: int = typer.Option(8765, "--port", metavar="PORT",
+                                   help="Port on 127.0.0.1 (0 = any free port).")) -> None:
     """Serve the task site on 127.0.0.1 until interrupted."""
     from farm.errors import FarmError
     from web_bench.site.server import SiteServer
@@ -40,33 +40,48 @@ def serve(port: int = typer.Option(8765, "--port", help="Port on 127.0.0.1 (0 = 
 
 @web_app.command("run")
 def run(
-    tasks: str = typer.Option("", "--tasks", help="Comma-separated task names (default: all six)."),
-    seeds: str = typer.Option("1-5", "--seeds", help="Seeds, e.g. 1-5 or 1,4,9."),
-    trials: int = typer.Option(1, "--trials", help="Trials per (task, seed), 1 or more."),
-    backends: str = typer.Option("playwright,android-chrome", "--backends", help="Backends to compare."),
-    timeout_ms: int = typer.Option(120000, "--timeout-ms", help="Time limit per run, 1…86400000 ms."),
-    policy: str = typer.Option("model", "--policy", help="model | scripted (no model)."),
-    provider: str | None = typer.Option(None, "--provider", help="openai | anthropic (else FARM_LLM_PROVIDER)."),
-    model: str | None = typer.Option(None, "--model", help="Model name (else FARM_LLM_MODEL)."),
-    reasoning_effort: str | None = typer.Option(None, "--reasoning-effort", help="Reasoning effort."),
-    output: Path | None = typer.Option(None, "--output", help="New JSONL file (default runs/<id>/web/results.jsonl)."),
+    tasks: str = typer.Option("", "--tasks", metavar="NAMES",
+                              help="Web task names, comma-separated (default: all six)."),
+    seeds: str = typer.Option("1-5", "--seeds", metavar="SEEDS", help="Seeds, e.g. 1-5 or 1,4,9."),
+    trials: int = typer.Option(1, "--trials", metavar="N", help="Trials per (task, seed), 1 or more."),
+    backends: str = typer.Option("playwright,android-chrome", "--backends", metavar="NAMES",
+                                 help="Backends to compare, comma-separated."),
+    timeout_ms: int = typer.Option(120000, "--timeout-ms", metavar="MS", help="Time limit per run, 1 to 86400000 ms."),
+    policy: str = typer.Option("model", "--policy", metavar="model|scripted", help="A model, or no model."),
+    provider: str | None = typer.Option(None, "--provider", metavar="openai|anthropic",
+                                        help="The model's API (else FARM_LLM_PROVIDER)."),
+    model: str | None = typer.Option(None, "--model", metavar="NAME", help="Model name (else FARM_LLM_MODEL)."),
+    reasoning_effort: str | None = typer.Option(None, "--reasoning-effort", metavar="LEVEL", help="Reasoning effort."),
+    out: Path | None = typer.Option(None, "--out", metavar="FILE",
+                                    help="New JSONL file (default runs/<run>/web/results.jsonl)."),
+    output_alias: Path | None = typer.Option(None, "--output", metavar="FILE", hidden=True, help="Old name of --out."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the run matrix and exit."),
     smoke: bool = typer.Option(False, "--smoke", help="One seed of every task."),
-    run_id: str | None = typer.Option(None, "--run-id", help="Run id (joins runs/<id>/ when it exists)."),
-    runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", help="Where run directories live."),
-    serial: str | None = typer.Option(None, "--serial", help="Phone for android-chrome (default: the only one)."),
+    run_name: str | None = typer.Option(None, "--run", metavar="RUN", help="Run id (joins runs/<run>/ when it "
+                                                                            "exists)."),
+    run_id_alias: str | None = typer.Option(None, "--run-id", metavar="RUN", hidden=True, help="Old name of --run."),
+    runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", metavar="DIR", help="Where run directories live."),
+    device: str | None = typer.Option(None, "--device", metavar="SERIAL",
+                                      help="Phone for android-chrome (default: the only one)."),
+    serial_alias: str | None = typer.Option(None, "--serial", metavar="SERIAL", hidden=True,
+                                            help="Old name of --device."),
     virtual_phone: bool = typer.Option(
         False, "--virtual-phone", help="android-chrome on a virtual phone backed by a local Chromium (simulated)."
     ),
-    chromium: str | None = typer.Option(None, "--chromium", help="Chromium executable (default /usr/bin/chromium)."),
+    chromium: str | None = typer.Option(None, "--chromium", metavar="FILE",
+                                        help="Chromium executable (default /usr/bin/chromium)."),
 ) -> None:
     """Run tasks × seeds × trials on every backend, pair by pair; append one JSON line per run."""
+    from farm.cli.aliases import either
     from farm.cli.paths import check_output_dir
     from farm.errors import FarmError
     from farm.names import check_name
     from web_bench.lane import ModelChoice, check_timeout_ms, default_run_id, run_lane
     from web_bench.matrix import parse_backends, parse_seeds, parse_tasks, plan
 
+    output, out_flag = either(out, output_alias, "--out", "--output")
+    run_id, run_flag = either(run_name, run_id_alias, "--run", "--run-id")
+    serial, _ = either(device, serial_alias, "--device", "--serial")
     # Every value is checked here, before a dry run prints a plan it could not run.
     if policy not in ("model", "scripted"):
         raise FarmError(f"--policy: unknown policy {policy[:40]!r}", hint="use model or scripted")
@@ -74,7 +89,7 @@ def run(
         raise FarmError(f"--trials: must be at least 1, got {trials}", hint="pass --trials 1 or more")
     check_timeout_ms(timeout_ms)
     if run_id is not None:
-        check_name(run_id, "--run-id")
+        check_name(run_id, run_flag)
     task_list = parse_tasks(tasks)
     seed_list = parse_seeds(seeds)[:1] if smoke else parse_seeds(seeds)
     backend_list = parse_backends(backends)
@@ -84,10 +99,10 @@ def run(
         local_port()  # adbutils' own import fails on a bad ANDROID_ADB_SERVER_PORT, with a traceback
     matrix = plan(task_list, seed_list, 1 if smoke else trials, backend_list)
     if dry_run:
-        table = Table("#", "pair", "backend", "order")
-        for n, planned in enumerate(matrix, start=1):
-            table.add_row(str(n), planned.pair_id, planned.backend, str(planned.order_in_pair))
-        console.print(table)
+        from farm.cli.tables import print_table
+
+        print_table(("#", "pair", "backend", "order"),
+                    [[str(n), p.pair_id, p.backend, str(p.order_in_pair)] for n, p in enumerate(matrix, start=1)])
         console.print(f"{len(matrix)} runs")
         return
     rid = run_id or default_run_id()
@@ -95,7 +110,7 @@ def run(
     # write, after the run directory exists.
     check_output_dir(runs_dir, "--runs-dir")
     results_dir = output.parent if output is not None else runs_dir / rid / "web"
-    check_output_dir(results_dir, "--output" if output is not None else "--runs-dir")
+    check_output_dir(results_dir, out_flag if output is not None else "--runs-dir")
 
     def show(run: WebRun) -> None:
         why = escape(run.error or run.validation.detail)
@@ -112,9 +127,10 @@ def run(
 
 @web_app.command("report")
 def report(
-    file: Path | None = typer.Argument(None, help="Results JSONL (default: the newest under runs/*/web/)."),
+    file: Path | None = typer.Argument(None, metavar="FILE", show_default=False,
+                                       help="Results JSONL (default: the newest under runs/*/web/)."),
     as_json: bool = typer.Option(False, "--json", help="Print the numbers as one JSON object."),
-    runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", help="Where run directories live."),
+    runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", metavar="DIR", help="Where run directories live."),
 ) -> None:
     """Report a results file: success first, then latency, pairs, penalty, intervals, tokens."""
     from farm.errors import FarmError
@@ -141,16 +157,21 @@ def report(
 
 @web_app.command("probe")
 def probe(
-    backends: str = typer.Option("playwright,android-chrome", "--backends", help="Backends to probe."),
-    serial: str | None = typer.Option(None, "--serial", help="Phone for android-chrome."),
+    backends: str = typer.Option("playwright,android-chrome", "--backends", metavar="NAMES",
+                                 help="Backends to probe, comma-separated."),
+    device: str | None = typer.Option(None, "--device", metavar="SERIAL", help="Phone for android-chrome."),
+    serial_alias: str | None = typer.Option(None, "--serial", metavar="SERIAL", hidden=True,
+                                            help="Old name of --device."),
     virtual_phone: bool = typer.Option(False, "--virtual-phone", help="android-chrome on a virtual phone."),
-    chromium: str | None = typer.Option(None, "--chromium", help="Chromium executable."),
+    chromium: str | None = typer.Option(None, "--chromium", metavar="FILE", help="Chromium executable."),
 ) -> None:
     """No model: each backend navigates, snapshots and clicks on the task site."""
+    from farm.cli.aliases import either
     from farm.errors import FarmError
     from web_bench.matrix import parse_backends
     from web_bench.probe import probe as run_probe
 
+    serial, _ = either(device, serial_alias, "--device", "--serial")
     results = run_probe(parse_backends(backends), chromium=chromium, serial=serial, virtual_phone=virtual_phone)
     for r in results:
         mark = "[green]OK[/]" if r.ok else "[red]FAIL[/]"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from farm.desktop.jsonfile import real_path
 from farm.desktop.report import build_report, report_json, report_markdown
+from farm.desktop.report_section import batch_page_html
 from farm.errors import FarmError
 from farm.fsutil import create_new_text
 from farm.manifest import LaneEntry, Manifest, add_lane, code_fingerprint, create_run_dir, manifest_path, utc_now
@@ -17,7 +18,8 @@ _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 def attach_batch(
     runs_root: Path, run_id: str, batch_path: Path, *, command: list[str] | None = None
 ) -> tuple[Path, list[str]]:
-    """Write the batch's reports into `runs/<run>/desktop/` and add the desktop lane to the manifest.
+    """Write the batch's reports (markdown, JSON, HTML) into `runs/<run>/desktop/` and add the desktop lane to the
+    manifest, so the run's report shows the batch.
 
     Returns the run directory and the written outputs (relative to it). The run is created if missing.
     """
@@ -26,7 +28,7 @@ def attach_batch(
     report = build_report([batch_path])
     run_dir = runs_root / run_id
     stem = Path(report.batch).stem
-    outputs = [f"desktop/{stem}.report.md", f"desktop/{stem}.report.json"]
+    outputs = [f"desktop/{stem}.report.md", f"desktop/{stem}.report.json", f"desktop/{stem}.report.html"]
     for rel in outputs:
         if (run_dir / rel).exists():
             raise FarmError(f"{run_dir / rel}: already attached", hint="a run keeps one report per batch version")
@@ -35,12 +37,16 @@ def attach_batch(
             raise FarmError(f"{run_dir}: exists but has no manifest.json", hint="pass a run directory made by farm")
         if run_dir.exists():
             run_dir.rmdir()
+        # Attaching is the whole of such a run: it is finished when made, never shown as still running.
+        now = utc_now()
         create_run_dir(
             runs_root,
-            Manifest(run_id=run_id, created_at=utc_now(), command=command or [], code=code_fingerprint()),
+            Manifest(run_id=run_id, created_at=now, finished_at=now, status="finished", command=command or [],
+                     code=code_fingerprint()),
         )
     create_new_text(run_dir / outputs[0], report_markdown(report), what="desktop report")
     create_new_text(run_dir / outputs[1], report_json(report), what="desktop report")
+    create_new_text(run_dir / outputs[2], batch_page_html(report), what="desktop report")
     add_lane(
         run_dir,
         LaneEntry(

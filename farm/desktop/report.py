@@ -15,11 +15,12 @@ from farm.errors import FarmError
 
 INTERIM_LABEL = "阶段性结果 (interim)"
 COMPLETE_LABEL = "完整批次 (complete)"
-_EXECUTION_NOTE = {
+EXECUTION_NOTE = {
     "live": "live — real apps and real model decisions",
     "controlled": "controlled — real apps, scripted or simulated decisions; NOT a live result",
     "simulated": "simulated — no real desktop execution; NOT a live result",
 }
+"""What each execution kind means for the result, in words."""
 
 
 class ChainStatus(BaseModel):
@@ -153,7 +154,34 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "/")
 
 
-def _row(name: str, s: Stats) -> str:
+RESULT_HEADER = [
+    "task", "planned", "recorded", "pending", "success", "failed", "blocked", "cancelled", "finalSuccessRate",
+    "autonomousSuccessRate", "successfulFractionOfPlan", "P50 ms", "P95 ms", "success P50 ms", "success P95 ms",
+    "humanInterventions", "plannerHandoffs", "actions", "wrongActions", "wrongActionRatio", "runsWithWrongActions",
+]
+"""Columns of the results table (the statistics' JSON key names where there is one)."""
+RESULT_GROUPS: dict[str, list[int]] = {
+    "Slots": [0, 1, 2, 3, 4, 5, 6, 7],
+    "Rates (0..1)": [0, 8, 9, 10, 19],
+    "Durations (ms)": [0, 11, 12, 13, 14],
+    "Actions and help": [0, 15, 16, 17, 18, 20],
+}
+"""The results table as narrower tables: each group's columns of `RESULT_HEADER`, the task first."""
+READING_NOTES = [
+    "Ratios are in 0..1; — means no sample (never 0). Durations are wall-clock ms, P50/P95 by nearest rank.",
+    "autonomousSuccessRate counts successes with no human intervention and no wrong action; read it with "
+    "plannerHandoffs.",
+    "A small-sample P95 is not a production SLA.",
+    "blocked lowers end-to-end availability and is not by itself the model's fault: read the status counts and the "
+    "reasons.",
+    "Results were executed and recorded by people; this report does not prove they are real — check the evidence "
+    "and the version chain.",
+]
+"""How to read a batch report (every rendering of it shows these)."""
+
+
+def stats_cells(name: str, s: Stats) -> list[str]:
+    """One row of the results table, as text."""
     cells = [
         name, s.planned, s.recorded, s.pending, s.success, s.failed, s.blocked, s.cancelled,
         _num(s.finalSuccessRate), _num(s.autonomousSuccessRate), _num(s.successfulFractionOfPlan),
@@ -161,51 +189,54 @@ def _row(name: str, s: Stats) -> str:
         s.humanInterventions, s.plannerHandoffs, s.actions, s.wrongActions, _num(s.wrongActionRatio),
         s.runsWithWrongActions,
     ]  # fmt: skip
-    return "| " + " | ".join(str(c) for c in cells) + " |"
+    return [str(c) for c in cells]
+
+
+def result_rows(report: DesktopReport) -> list[list[str]]:
+    """The results table: overall first, then each task."""
+    return [stats_cells("overall", report.overall), *(stats_cells(t, s) for t, s in report.tasks.items())]
+
+
+def progress_text(report: DesktopReport) -> str:
+    """How far the batch is, after its label: `1 of 12 slots recorded, 11 pending.` or `all 12 slots recorded.`"""
+    o = report.overall
+    return f"{o.recorded} of {o.planned} slots recorded, {o.pending} pending." if report.status == "interim" \
+        else f"all {o.planned} slots recorded."
+
+
+def batch_facts(report: DesktopReport) -> list[str]:
+    """What the batch was: mode and execution, commit and models, repetitions and version, the chain check."""
+    chain = (f"verified ({report.chain.versions} versions back to the plan)" if report.chain.verified
+             else f"NOT verified — {report.chain.problem}")
+    return [
+        f"mode: {report.mode}; execution: {EXECUTION_NOTE[report.execution]}",
+        f"plugin commit: {report.commit}; main model: {report.mainModel}; Jev model: {report.jevModel}",
+        f"repetitions per task: {report.repetitions}; batch version {report.sequence}, sha256 {report.batchSha256}",
+        f"version chain: {chain}",
+    ]
 
 
 def report_markdown(report: DesktopReport) -> str:
     """The markdown report text."""
-    o = report.overall
+    rows = result_rows(report)
+    rows[0][0] = "**overall**"
     lines = [
         f"# Desktop benchmark {report.suite} — {Path(report.batch).name}",
         "",
-        f"**{report.label}**: {o.recorded} of {o.planned} slots recorded, {o.pending} pending."
-        if report.status == "interim"
-        else f"**{report.label}**: all {o.planned} slots recorded.",
+        f"**{report.label}**: {progress_text(report)}",
         "",
-        f"- mode: {report.mode}; execution: {_EXECUTION_NOTE[report.execution]}",
-        f"- plugin commit: `{report.commit}`; main model: {report.mainModel}; Jev model: {report.jevModel}",
-        f"- repetitions per task: {report.repetitions}; batch version {report.sequence}, sha256 `{report.batchSha256}`",
-        "- version chain: "
-        + (f"verified ({report.chain.versions} versions back to the plan)" if report.chain.verified
-           else f"NOT verified — {report.chain.problem}"),
+        *(f"- {fact}" for fact in batch_facts(report)),
         "",
         "## Results",
         "",
-        "| task | planned | recorded | pending | success | failed | blocked | cancelled | finalSuccessRate "
-        "| autonomousSuccessRate | successfulFractionOfPlan | P50 ms | P95 ms | success P50 ms | success P95 ms "
-        "| humanInterventions | plannerHandoffs | actions | wrongActions | wrongActionRatio | runsWithWrongActions |",
-        "|" + "---|" * 21,
-        _row("**overall**", o),
-        *(_row(task, stats) for task, stats in report.tasks.items()),
+        "| " + " | ".join(RESULT_HEADER) + " |",
+        "|" + "---|" * len(RESULT_HEADER),
+        *("| " + " | ".join(row) + " |" for row in rows),
         "",
-    ]  # fmt: skip
+    ]
     if report.notSucceeded:
         lines += ["## Not succeeded", "", "| slot | status | reason |", "|---|---|---|"]
         lines += [f"| {n.slot} | {n.status} | {_cell(n.reason)} |" for n in report.notSucceeded]
         lines.append("")
-    lines += [
-        "## Reading this report",
-        "",
-        "- Ratios are in 0..1; — means no sample (never 0). Durations are wall-clock ms, P50/P95 by nearest rank.",
-        "- autonomousSuccessRate counts successes with no human intervention and no wrong action; "
-        "read it with plannerHandoffs.",
-        "- A small-sample P95 is not a production SLA.",
-        "- blocked lowers end-to-end availability and is not by itself the model's fault: read the status counts "
-        "and the reasons.",
-        "- Results were executed and recorded by people; this report does not prove they are real — check the "
-        "evidence and the version chain.",
-        "",
-    ]
+    lines += ["## Reading this report", "", *(f"- {note}" for note in READING_NOTES), ""]
     return "\n".join(lines)

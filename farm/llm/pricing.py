@@ -27,16 +27,3 @@ def cost_usd(price: ModelPrice | None, tokens: Tokens) -> float | None:
         total += count * rate
     return total / 1_000_000
 
-
-def add_tokens(a: Tokens, b: Tokens) -> Tokens:
-    """Sum two usages field by field; a field unknown on either side stays unknown."""
-
-    def plus(x: int | None, y: int | None) -> int | None:
-        return None if x is None or y is None else x + y
-
-    return Tokens(
-        input_new=plus(a.input_new, b.input_new),
-        cache_read=plus(a.cache_read, b.cache_read),
-        cache_write=plus(a.cache_write, b.cache_write),
-        output=plus(a.output, b.output),
-    )

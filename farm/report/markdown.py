@@ -1,15 +1,26 @@
-"""report.md: the tables of `ReportData`, with device labels (never serials) and no full answers.
+"""report.md: the tables of `ReportData` rendered from templates/report.md.j2, with device labels (never
+serials) and no full answers.
 
-Every piece of text that comes from a phone or a record file goes through `md_text` where it enters a line.
+Every value the template writes goes through `md_text` (the environment's `finalize`), so phone- or
+record-written text can never end a table cell or start a line; only what this module builds itself (links to
+validated paths, notes it escaped) is marked `Raw` and passes as it is.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from farm.report.model import CountRow, OverrideRow, RateRow, ReportData, SkipRow, SumRow
+from farm.report.charts import VERDICT_SYMBOLS, VERDICT_WORDS, duration
+from farm.report.model import CountRow, OverrideRow, ReportData, SinceRow, SumRow
 from farm.results.headline import headline_text
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
+
+TEMPLATES = Path(__file__).parent / "templates"
 
 
 def pct(value: float | None) -> str:
@@ -22,10 +33,6 @@ def num(value: float | None, digits: int = 0) -> str:
     if value is None:
         return "–"
     return f"{value:,.{digits}f}"
-
-
-def _verdict(passed: bool) -> str:
-    return "pass" if passed else "fail"
 
 
 # The backslash itself too, so one in the data cannot undo an escape added here (`\|` must not become `\\|`).
@@ -49,21 +56,6 @@ def md_text(text: object) -> str:
     return _EMPHASIS_UNDERSCORE.sub(r"\_", one_line.translate(_MD_ESCAPES))
 
 
-def rate_table(rows: list[RateRow], head: str) -> list[str]:
-    """A rate table: group, attempted, passed, errors, rate, Wilson 95 % CI, then planned and skipped."""
-    out = [
-        f"| {head} | attempted | passed | errors | rate | 95% CI (Wilson) | planned | skipped |",
-        "|---|---:|---:|---:|---:|---|---:|---:|",
-    ]
-    for r in rows:
-        ci = "–" if r.low is None else f"{pct(r.low)} – {pct(r.high)}"
-        out.append(
-            f"| {md_text(r.key)} | {r.attempted} | {r.passed} | {r.errors} | {pct(r.rate)} | {ci} | {r.planned}"
-            f" | {r.skipped} |"
-        )
-    return out
-
-
 def _plain(text: object) -> str:
     return str(text)
 
@@ -82,6 +74,8 @@ def headline_notes(data: ReportData, esc: Callable[[object], str] = _plain) -> l
         out.append(f"Not finished: {', '.join(esc(r) for r in data.unfinished_runs)} — these numbers cover only the"
                    " units recorded so far (a stopped run continues with `farm run --resume RUN`, a sweep with"
                    " `farm sweep --resume RUN`).")
+    if data.since is not None:
+        out.append(since_text(data.since, data.overall.rate, esc))
     out += [f"See also: {esc(link)}" for link in data.links]
     if data.disagreements_total:
         n = data.disagreements_total
@@ -91,16 +85,24 @@ def headline_notes(data: ReportData, esc: Callable[[object], str] = _plain) -> l
     return out
 
 
+def since_text(s: SinceRow, rate: float | None, esc: Callable[[object], str] = _plain) -> str:
+    """`Since RUN (date): rate A → B; N regressed (…), M fixed (…) over P pairs judged in both runs.`"""
+
+    def named(count: int, names: list[str]) -> str:
+        more = f", … {count - len(names)} more" if count > len(names) else ""
+        return f" ({', '.join(esc(n) for n in names)}{more})" if names else ""
+
+    return (f"Since {esc(s.previous_run)} ({esc(s.previous_created_at[:10])}): rate {pct(s.previous.rate)} → "
+            f"{pct(rate)}; {s.regressions} regressed{named(s.regressions, s.regressed)}, {s.fixes} fixed"
+            f"{named(s.fixes, s.fixed)}, over {s.paired} task × phone-model pairs judged in both runs"
+            + (f" (exact McNemar p = {s.mcnemar_p:.3g})." if s.mcnemar_p is not None else "."))
+
+
 def category_change(o: OverrideRow) -> str:
     """`route → perception`, or the one category when unchanged (empty when there is none)."""
     if o.category_from == o.category_to:
         return o.category_from
     return f"{o.category_from or 'none'} → {o.category_to or 'none'}"
-
-
-def _sum_line(row: SumRow, digits: int = 0) -> str:
-    note = "" if row.unknown == 0 else f" ({row.unknown} unknown)"
-    return f"| {row.name} | {num(row.total, digits)}{note} | {row.known} | {row.unknown} |"
 
 
 _SAFE_PATH = re.compile(r"[A-Za-z0-9._/-]+")
@@ -114,152 +116,75 @@ def evidence_href(data: ReportData, run: str, evidence: str) -> str | None:
     return evidence if base == "." else f"{base}/{evidence}"
 
 
-def _failures(data: ReportData) -> list[str]:
-    lines = [f"## Not passed ({data.failures_total})", "",
-             "Grouped by category and failure category; each links to its run record where one was kept.", "",
-             "| category | failure category | task | phone | outcome | reason | evidence |", "|---" * 7 + "|"]
-    for t in data.failures:
-        href = evidence_href(data, t.run, t.evidence)
-        unit = md_text(data.unit(t.task_id, t.instance, t.repeat))
-        link = f"[run record]({href})" if href else ""
-        lines.append(f"| {md_text(t.category)} | {md_text(t.failure_category)} | {unit} | {md_text(t.device)}"
-                     f" | {md_text(t.outcome)} | {md_text(t.reason)} | {link} |")
-    if data.failures_total > len(data.failures):
-        lines.append(f"\n… {data.failures_total - len(data.failures)} more not listed (see scores.csv).")
-    return [*lines, ""]
-
-
-def _comparison(data: ReportData) -> list[str]:
+def run_label(data: ReportData, run: str) -> str:
+    """A run as a comparison names it (`ra (A)`, `rb (B)`), or just its id."""
     c = data.comparison
     if c is None:
-        return []
-    ci = "–" if c.diff_low is None else f"{pct(c.diff_low)} – {pct(c.diff_high)}"
-    return [
-        f"## Paired comparison: {md_text(c.run_a)} (A) vs {md_text(c.run_b)} (B)", "",
-        f"Difference B − A: {pct(c.diff)} (paired bootstrap 95% CI {ci}, {c.resamples} resamples, seed {c.seed});"
-        f" exact McNemar p = {c.mcnemar_p:.4g}.", "",
-        "| units | both passed | only A | only B | neither | rate A | rate B |", "|---:" * 7 + "|",
-        f"| {c.units} | {c.both} | {c.only_a} | {c.only_b} | {c.neither} | {pct(c.rate_a)} | {pct(c.rate_b)} |", "",
-    ]
+        return run
+    return {c.run_a: f"{run} (A)", c.run_b: f"{run} (B)"}.get(run, run)
 
 
-def _skip_table(title: str, rows: list[SkipRow], total: int, data: ReportData, more: str) -> list[str]:
-    lines = [f"## {title}", "", "| task | phone | reason |", "|---|---|---|"]
-    lines += [f"| {md_text(data.unit(s.task_id, s.instance, s.repeat))} | {md_text(s.device)} | {md_text(s.reason)} |"
-              for s in rows]
-    if total > len(rows):
-        lines.append(f"\n… {total - len(rows)} {more}")
-    return [*lines, ""]
+def shares(rows: Sequence[SumRow]) -> list[str]:
+    """Each row's share of the known total (`–` when its total or the sum is unknown)."""
+    known = sum(r.total or 0 for r in rows)
+    return [pct(r.total / known) if r.total is not None and known else "–" for r in rows]
+
+
+def table_rows(rows: Sequence[Sequence[str]], width: int) -> list[list[str]]:
+    """Rows padded or cut to `width` cells, so a table another lane built stays a table."""
+    return [[*row[:width], *[""] * (width - len(row))] for row in rows]
+
+
+class Raw(str):
+    """Text this module built itself and made safe for Markdown: written as it is."""
+
+    __slots__ = ()
+
+
+def _finalize(value: object) -> str:
+    return value if isinstance(value, Raw) else md_text("" if value is None else value)
+
+
+def template_globals(data: ReportData) -> dict[str, object]:
+    """What both templates use beside the data: formatters, labels and the helpers of this module."""
+    return {
+        "d": data, "pct": pct, "num": num, "headline": headline_text(data.overall), "shares": shares,
+        "category_change": category_change, "evidence_href": evidence_href,
+        "run_label": lambda run: run_label(data, run),
+        "symbols": VERDICT_SYMBOLS, "words": VERDICT_WORDS, "table_rows": table_rows, "duration": duration,
+        "two_runs": len(data.runs) > 1,
+    }
+
+
+def environment(*, markdown: bool) -> Environment:
+    """The Jinja2 environment of report.md (`markdown`: every value through `md_text`) or of report.html
+    (autoescaped)."""
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+    env = Environment(
+        loader=FileSystemLoader(str(TEMPLATES)),
+        # Every template here renders phone-written text: escaping must not depend on a file name.
+        autoescape=not markdown,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=StrictUndefined,
+        finalize=_finalize if markdown else None,
+    )
+    env.filters["raw"] = Raw
+    return env
+
+
+_BLANK_RUNS = re.compile(r"\n{3,}")
 
 
 def render_markdown(data: ReportData) -> str:
     """The whole report.md: what changed and what broke first, the breakdowns next, what was skipped last.
     A section with nothing to show is left out."""
-    lines = [f"# Evaluation report — {', '.join(md_text(r) for r in data.runs)}", ""]
-    execution = ", ".join(map(md_text, data.execution)) or "–"
-    lines.append(f"Generated {md_text(data.generated_at)}. Execution: {execution}.")
-    if "simulated" in data.execution:
-        lines.append("Simulated results come from the virtual phone, not from a real device or model.")
-    if data.include_holdout:
-        lines.append("Holdout pool: shown (release decisions only — do not tune on it).")
-    else:
-        lines.append(
-            f"Holdout pool: hidden — {data.hidden_holdout_tasks} holdout tasks"
-            f" ({data.hidden_holdout_attempts} attempts) not shown; pass --include-holdout to show them."
-        )
-    lines.append(
-        "Rates: passed / attempted; skipped tasks are not attempted; infrastructure errors stay in the"
-        " denominator and are counted apart."
+    notes = [Raw(n) for n in headline_notes(data, md_text)]
+    text = environment(markdown=True).get_template("report.md.j2").render(
+        **template_globals(data), notes=notes, link=lambda text, href: Raw(f"[{md_text(text)}]({href})"),
     )
-    for warning in data.warnings:
-        lines += ["", f"**Warning:** {md_text(warning)}"]
-    lines += ["", "## Headline", "", headline_text(data.overall)]
-    if notes := headline_notes(data, md_text):
-        lines += ["", *notes]
-    lines.append("")
-    lines += _comparison(data)
-    if data.left_out:
-        lines += [f"## Phones left out ({len(data.left_out)})", "", "Not used, so not in these numbers.", "",
-                  "| run | phone | reason |", "|---|---|---|"]
-        lines += [f"| {md_text(r.run)} | {md_text(r.device)} | {md_text(r.reason)} |" for r in data.left_out]
-        lines.append("")
-    if data.failures_total:
-        lines += _failures(data)
-    if data.failure_categories:
-        lines += ["## Failure categories", "", "| failure category | count |", "|---|---:|"]
-        lines += [f"| {md_text(c.key)} | {c.count} |" for c in data.failure_categories]
-        lines.append("")
-    if data.disagreements_total:
-        lines += [f"## Phone and host disagree ({data.disagreements_total})", "",
-                  "| task | phone | phone said | host said | host's reason |", "|---|---|---|---|---|"]
-        lines += [
-            f"| {md_text(data.unit(d.task_id, d.instance, d.repeat))} | {md_text(d.device)}"
-            f" | {md_text(d.phone_outcome)} / {_verdict(d.phone_passed)} | {md_text(d.host_outcome)}"
-            f" / {_verdict(d.host_passed)}"
-            f" | {md_text(d.reason)} |"
-            for d in data.disagreements
-        ]
-        if data.disagreements_total > len(data.disagreements):
-            lines.append(f"\n… {data.disagreements_total - len(data.disagreements)} more not listed.")
-        lines.append("")
-    if data.retried_total:
-        lines += [f"## Retried after infrastructure failures ({data.retried_total})", "",
-                  "Earlier tries of these units failed for an infrastructure reason; every try is in the run's "
-                  "journal and in the record's `extra.tries`.", "", "| task | phone | tries | outcome |",
-                  "|---|---|---:|---|"]
-        lines += [f"| {md_text(data.unit(r.task_id, r.instance, r.repeat))} | {md_text(r.device)} | {r.attempt}"
-                  f" | {md_text(r.outcome)} |" for r in data.retried]
-        lines.append("")
-    lines += ["## By category", "", *rate_table(data.by_category, "category"), ""]
-    lines += ["## By phone", "", *rate_table(data.by_device, "phone"), ""]
-    lines += ["## Overall", "", *rate_table([data.overall], "group"), ""]
-    lines += ["## By partition", "", *rate_table(data.by_partition, "partition"), ""]
-    lines += ["## By expected outcome", "", *rate_table(data.by_expect, "expect"), ""]
-    lines += ["## Outcomes", "", "| outcome | count |", "|---|---:|"]
-    lines += [f"| {md_text(o.key)} | {o.count} |" for o in data.outcomes]
-    lines += ["", f"Infrastructure errors: {data.infrastructure_errors}", ""]
-    lines += ["## 运行小结", "", "| metric | n | median | P90 |", "|---|---:|---:|---:|"]
-    lines += [f"| {s.name} | {s.n} | {num(s.median, 1)} | {num(s.p90, 1)} |" for s in data.timing]
-    known_total = sum(r.total or 0 for r in data.time_split)
-    lines += ["", "Time split (ms):", "", "| part | total | known | unknown | share |", "|---|---:|---:|---:|---:|"]
-    for r in data.time_split:
-        share = pct(r.total / known_total) if r.total is not None and known_total else "–"
-        lines.append(f"{_sum_line(r)} {share} |")
-    lines += ["", "## Tokens and cost", "", "| item | total | known | unknown |", "|---|---:|---:|---:|"]
-    lines += [_sum_line(t) for t in data.tokens]
-    lines += [_sum_line(data.cost, 4), ""]
-    if data.overrides:
-        lines += ["## 人工改判", "",
-                  "| run | task | phone | initial | final | failure category | applied | note | evidence |",
-                  "|---" * 9 + "|"]
-        lines += [
-            f"| {md_text(o.run)} | {md_text(data.unit(o.task_id, o.instance, o.repeat))} | {md_text(o.device)}"
-            f" | {md_text(o.initial)} | {md_text(o.final)} | {md_text(category_change(o))}"
-            f" | {'yes' if o.applied else 'no'} | {md_text(o.note)} | {md_text(o.evidence)} |"
-            for o in data.overrides
-        ]
-        lines.append("")
-    if data.markers:
-        lines += ["## Markers to clean up", "", "| phone | task | markers |", "|---|---|---|"]
-        lines += [f"| {md_text(m.device)} | {md_text(m.task_id)} | {md_text(', '.join(m.markers))} |"
-                  for m in data.markers]
-        if data.markers_total > len(data.markers):
-            lines.append(
-                f"\n… {data.markers_total - len(data.markers)} more attempts left markers; list them all with"
-                ' `farm query "SELECT device, task_id, markers FROM records WHERE len(markers) > 0"`.'
-            )
-        lines.append("")
-    if data.skipped_total:
-        lines += _skip_table(f"Skipped ({data.skipped_total})", data.skipped, data.skipped_total, data,
-                             "more skipped attempts not listed.")
-    login_total = max(data.login_handover_total, len(data.login_handover))
-    if login_total:
-        lines += _skip_table(f"交给用户:login ({login_total}) — not counted as success", data.login_handover,
-                             login_total, data, "more login hand-overs not listed (see scores.csv).")
-    if data.notes:
-        lines += [f"## Run notes ({data.notes_total})", "",
-                  "What the run recorded on the way: quarantines, refused pull entries, unreachable adb servers.", ""]
-        lines += [f"- {md_text(n)}" for n in data.notes]
-        if data.notes_total > len(data.notes):
-            lines.append(f"- … {data.notes_total - len(data.notes)} more in the run's manifest.json")
-    return "\n".join(lines).rstrip("\n") + "\n"
+    # Sections are separated by one blank line however the template's blocks fell; escaped values never
+    # hold a line break, so this touches only the template's own layout.
+    return _BLANK_RUNS.sub("\n\n", text).strip("\n") + "\n"

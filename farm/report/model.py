@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from farm.report.glance import Grid, Timeline
 from farm.report.lanes import LaneSection
+from farm.report.paired import Comparison
 
 
 class _M(BaseModel):
@@ -56,6 +58,8 @@ class SkipRow(_M):
     """Task instance (the web lane's data seed)."""
     repeat: int = 1
     """Repeat index."""
+    run: str = ""
+    """Run id."""
 
 
 class LeftOutRow(_M):
@@ -214,39 +218,27 @@ class MarkerRow(_M):
     """Marker texts."""
 
 
-class Comparison(_M):
-    """Paired comparison of two runs on their common (task, phone) units."""
+class SinceRow(_M):
+    """This run against the previous comparable one."""
 
-    run_a: str
-    """Baseline run."""
-    run_b: str
-    """Compared run."""
-    units: int
-    """Common units that ran in both."""
-    both: int
-    """Passed in both."""
-    only_a: int
-    """Passed only in A."""
-    only_b: int
-    """Passed only in B."""
-    neither: int
-    """Passed in neither."""
-    rate_a: float | None
-    """Rate of A on the common units."""
-    rate_b: float | None
-    """Rate of B on the common units."""
-    mcnemar_p: float
-    """Exact McNemar p-value."""
-    diff: float | None
-    """rate(B) − rate(A)."""
-    diff_low: float | None
-    """Paired bootstrap 95 % lower bound."""
-    diff_high: float | None
-    """Paired bootstrap 95 % upper bound."""
-    resamples: int
-    """Bootstrap resamples."""
-    seed: int
-    """Bootstrap seed."""
+    previous_run: str
+    """The previous comparable run's id."""
+    previous_created_at: str
+    """When it was created (ISO-8601)."""
+    previous: RateRow
+    """Its headline."""
+    paired: int
+    """Pairs (lane, task, instance, phone model) judged in both runs."""
+    regressions: int
+    """Pairs that passed there and fail here."""
+    fixes: int
+    """Pairs that failed there and pass here."""
+    regressed: list[str] = Field(default_factory=list)
+    """`task on phone model` of the first regressions."""
+    fixed: list[str] = Field(default_factory=list)
+    """`task on phone model` of the first fixes."""
+    mcnemar_p: float | None = None
+    """Exact McNemar p over the paired units (None without a discordant pair)."""
 
 
 class ReportData(_M):
@@ -339,8 +331,18 @@ class ReportData(_M):
     """Some unit has a task instance: unit names show it."""
     repeats: bool = False
     """Some unit is a repeat beyond the first: unit names show the repeat index."""
+    since: SinceRow | None = None
+    """This run against the previous comparable one (one-run reports; None when there is none)."""
     lane_sections: list[LaneSection] = Field(default_factory=list)
     """What the runs' lanes add beyond the record tables (web backends, desktop batches), in run order."""
+    grid: Grid | None = None
+    """Task × phone verdicts of the (last) run; null when it has no units."""
+    timeline: Timeline | None = None
+    """The (last) run's units on a time axis per phone; null when no unit has start and end times."""
+    skipped_by_run: dict[str, int] = Field(default_factory=dict)
+    """Skipped attempts per run (each run's skipped list is labelled with it)."""
+    login_handover_by_run: dict[str, int] = Field(default_factory=dict)
+    """Login hand-overs per run."""
 
     def unit(self, task_id: str, instance: str, repeat: int) -> str:
         """A unit's name in tables: the task id, with instance and repeat when the report has them."""

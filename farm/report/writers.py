@@ -6,17 +6,15 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from xml.sax.saxutils import quoteattr
 
 from farm.errors import FarmError
 from farm.fsutil import create_new_text, new_file_mode
-from farm.report.charts import rate_chart
+from farm.report.charts import PART_COLOURS, VERDICT_COLOURS, rate_chart, time_split_chart, timeline_chart
 from farm.report.lanes import lane_sections
-from farm.report.markdown import category_change, evidence_href, headline_notes, num, pct, render_markdown
-from farm.report.model import ReportData
+from farm.report.markdown import environment, headline_notes, render_markdown, template_globals
+from farm.report.model import ReportData, SinceRow
 from farm.results.aggregate import Aggregation
 from farm.results.duck import sql_str
-from farm.results.headline import headline_text
 
 REPORT_FILES = ("report.md", "report.html", "junit.xml", "scores.csv")
 CSV_HEADER = (
@@ -31,33 +29,20 @@ CSV_NUMBERS = frozenset({"repeat", "seconds"})
 
 def render_html(data: ReportData) -> str:
     """The self-contained report.html (inline CSS and SVG; no scripts, no network)."""
-    from jinja2 import Environment, FileSystemLoader
-
-    env = Environment(
-        loader=FileSystemLoader(str(Path(__file__).parent / "templates")),
-        # Every template here renders phone-written text into HTML: escaping must not depend on a file name.
-        autoescape=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    charts = {"category": rate_chart(data.by_category), "device": rate_chart(data.by_device)}
-    return env.get_template("report.html.j2").render(
-        d=data, charts=charts, pct=pct, num=num, headline=headline_text(data.overall), notes=headline_notes(data),
-        category_change=category_change, evidence_href=evidence_href,
+    charts = {
+        "category": rate_chart(data.by_category), "device": rate_chart(data.by_device),
+        "timeline": timeline_chart(data.timeline), "time_split": time_split_chart(data.time_split),
+    }
+    return environment(markdown=False).get_template("report.html.j2").render(
+        **template_globals(data), charts=charts, notes=headline_notes(data), colours=VERDICT_COLOURS,
+        part_colours=PART_COLOURS,
     )
 
 
 # `csv_text`: a cell a spreadsheet would read as a formula (OWASP's list: = + - @ tab CR; LF and the fullwidth
 # forms too, as a precaution) gets a leading single quote, so it is shown as text.
-# `xesc`: U+FFFE and U+FFFF are not XML characters at all; the C0 controls are dropped for the same reason.
 _SETUP = r"""
 CREATE OR REPLACE TEMP MACRO short_text(s) AS left(trim(regexp_replace(coalesce(s, ''), '\s+', ' ', 'g')), 160);
-CREATE OR REPLACE TEMP MACRO xesc(s) AS
-    CASE WHEN regexp_matches(coalesce(s, ''), '[&<>"\x00-\x08\x0b\x0c\x0e-\x1f\x{fffe}\x{ffff}]')
-    THEN replace(replace(replace(replace(
-        regexp_replace(coalesce(s, ''), '[\x00-\x08\x0b\x0c\x0e-\x1f\x{fffe}\x{ffff}]', '', 'g'),
-        '&', '&amp;'), '<', '&lt;'), '>', '&gt;'), '"', '&quot;')
-    ELSE coalesce(s, '') END;
 CREATE OR REPLACE TEMP MACRO csv_text(s) AS
     CASE WHEN regexp_matches(s, '^[=+\-@\t\r\n\x{ff1d}\x{ff0b}\x{ff0d}\x{ff20}]') THEN '''' || s ELSE s END;
 """
@@ -142,109 +127,15 @@ def render_csv(agg: Aggregation) -> str:
         return path.read_text(encoding="utf-8")
 
 
-def _cases(agg: Aggregation) -> str:
-    """One `<testcase>` line per attempt."""
-    return f"""
-WITH r AS ({_rows(agg)})
-SELECT run, serial, task_id, instance, repeat, lane, pos,
-  concat('  <testcase classname="', xesc(lane || '.' || coalesce(nullif(category, ''), 'task')), '" name="',
-    xesc(unit), '"', CASE WHEN seconds = '' THEN '' ELSE concat(' time="', seconds, '"') END,
-    CASE
-      WHEN outcome = 'skipped' THEN concat('><skipped message="', xesc(coalesce(nullif(reason, ''), outcome)),
-        '"/></testcase>')
-      WHEN outcome = 'error' THEN concat('><error type="infrastructure" message="',
-        xesc(coalesce(nullif(reason, ''), outcome)), '"/></testcase>')
-      WHEN NOT final_bool THEN concat('><failure type="', xesc(outcome), '" message="',
-        xesc(coalesce(nullif(reason, ''), outcome)), '"/></testcase>')
-      ELSE '/>'
-    END) AS line
-FROM r
-"""
+def _since(agg: Aggregation) -> SinceRow | None:
+    """The run against the previous comparable one; a previous run that cannot be read is a warning, not a stop."""
+    from farm.results.since import since_previous
 
-
-def write_junit(agg: Aggregation, path: Path) -> None:
-    """junit.xml: one testsuite per run × phone, one testcase per unit; skipped/failure/error with reasons.
-
-    The root carries the headline: its name in words, and tests (planned), skipped, errors and failures
-    (attempted − errors − passed) as attributes.
-    """
-    agg.con.execute(_SETUP)
-    suites = agg.con.execute(
-        "SELECT run, serial, any_value(device), count(*), count(*) FILTER (WHERE outcome = 'skipped'),"
-        " count(*) FILTER (WHERE outcome = 'error'),"
-        " count(*) FILTER (WHERE outcome NOT IN ('skipped', 'error') AND NOT final_bool),"
-        " coalesce(sum(CASE WHEN seconds = '' THEN 0 ELSE seconds::DOUBLE END), 0), min(pos), max(pos)"
-        f" FROM ({_rows(agg)}) GROUP BY run, serial ORDER BY run, serial"
-    ).fetchall()
-    heads = [
-        (run, serial, f"<testsuite name={_attr(f'{run} {label}')} tests=\"{total}\" failures=\"{failures}\""
-         f' errors="{errors}" skipped="{skipped}" time="{seconds:.3f}">', first, last)
-        for run, serial, label, total, skipped, errors, failures, seconds, first, last in suites
-    ]
-    o = agg.data.overall
-    title = f"{', '.join(agg.data.runs)}: {headline_text(o)}"
-    xml_head = '<?xml version="1.0" encoding="UTF-8"?>' + chr(10) + (
-        f"<testsuites name={_attr(title)} tests=\"{o.planned}\" failures=\"{o.attempted - o.errors - o.passed}\""
-        f' errors="{o.errors}" skipped="{o.skipped}">'
-    )
-    xml_tail = "</testsuites>"
-    if not heads:
-        create_new_text(path, f"{xml_head}\n{xml_tail}\n", what="report")
-        return
-    if agg.scan_ordered and len(heads) <= _UNION_SUITES:
-        # Rows come in (run, task, serial) order, so each suite's filtered scan is in task order and
-        # UNION ALL keeps the suites in sequence: the file is written without a sort. Suite start and
-        # end tags ride on the suite's first and last case lines.
-        parts = []
-        for i, (run, serial, head, first, last) in enumerate(heads):
-            start = (f"{xml_head}\n" if i == 0 else "") + head + "\n"
-            end = "\n</testsuite>" + (f"\n{xml_tail}" if i == len(heads) - 1 else "")
-            parts.append(
-                f"SELECT concat(CASE WHEN pos = {int(first)} THEN {sql_str(start)} ELSE '' END, line,"
-                f" CASE WHEN pos = {int(last)} THEN {sql_str(end)} ELSE '' END) AS line"
-                f" FROM ({_cases(agg)}) WHERE run = {sql_str(run)} AND serial = {sql_str(serial)}"
-            )
-        lines = " UNION ALL ".join(parts)
-    else:
-        lines = _sorted_lines(agg, [(r, s, h) for r, s, h, _, _ in heads], xml_head)
-    _copy_new(agg, lines, path, "FORMAT csv, HEADER false, QUOTE '', ESCAPE '', DELIMITER '\\x01'")
-
-
-_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
-
-
-def _attr(text: str) -> str:
-    """An XML attribute value; characters XML cannot hold at all (a device label is phone-written) are dropped."""
-    return quoteattr(_XML_INVALID.sub("", text))
-
-
-_UNION_SUITES = 32
-"""Up to this many suites, junit.xml is written by one filtered scan per suite instead of a sort."""
-
-
-def _sorted_lines(agg: Aggregation, heads: list[tuple[str, str, str]], xml_head: str) -> str:
-    agg.con.execute("CREATE OR REPLACE TEMP TABLE junit_heads (run VARCHAR, serial VARCHAR, line VARCHAR)")
-    if heads:
-        agg.con.executemany("INSERT INTO junit_heads VALUES (?, ?, ?)", heads)
-    # Within a suite, `pos` is unit order when the rows come from one sorted source.
-    within = "pos" if agg.ordered else "struct_pack(t := task_id, i := instance, r := repeat, l := lane)"
-    return f"""
-        SELECT line FROM (
-          SELECT 1 AS zone, run, serial, 1 AS part, {within} AS k, line FROM ({_cases(agg)})
-          UNION ALL SELECT 0, '', '', 0, NULL, {sql_str(xml_head)}
-          UNION ALL SELECT 1, run, serial, 0, NULL, line FROM junit_heads
-          UNION ALL SELECT 1, run, serial, 2, NULL, '</testsuite>' FROM junit_heads
-          UNION ALL SELECT 2, '', '', 0, NULL, '</testsuites>'
-        ) ORDER BY zone, run, serial, part, k
-    """
-
-
-def render_junit(agg: Aggregation) -> str:
-    """junit.xml as text (see `write_junit`)."""
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "junit.xml"
-        write_junit(agg, path)
-        return path.read_text(encoding="utf-8")
+    try:
+        return since_previous(agg.run_dirs[0], include_holdout=agg.data.include_holdout)
+    except FarmError as exc:
+        agg.data.warnings.append(f"no comparison with the previous run: {exc.line()}")
+        return None
 
 
 def write_reports(agg: Aggregation, out_dir: Path) -> list[Path]:
@@ -255,11 +146,15 @@ def write_reports(agg: Aggregation, out_dir: Path) -> list[Path]:
             raise FarmError(f"{out_dir / name}: report already exists", hint="reports are never overwritten")
     agg.data.run_paths = {d.name: Path(os.path.relpath(d, out_dir)).as_posix() for d in agg.run_dirs}
     agg.data.lane_sections = lane_sections(agg.run_dirs)
+    if len(agg.run_dirs) == 1 and agg.data.since is None:
+        agg.data.since = _since(agg)
     contents = {"report.md": render_markdown(agg.data), "report.html": render_html(agg.data)}
     paths = []
     for name, text in contents.items():
         create_new_text(out_dir / name, text, what="report")
         paths.append(out_dir / name)
+    from farm.report.junit import write_junit  # junit builds on this module's per-unit rows
+
     write_junit(agg, out_dir / "junit.xml")
     write_csv(agg, out_dir / "scores.csv")
     return [*paths, out_dir / "junit.xml", out_dir / "scores.csv"]

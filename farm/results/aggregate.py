@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 from farm.manifest import utc_now
 from farm.report.model import (
-    Comparison,
     CountRow,
     DisagreementRow,
     LeftOutRow,
@@ -23,11 +22,12 @@ from farm.report.model import (
     SumRow,
     TaskRow,
 )
-from farm.results import duck
+from farm.results import duck, glance
+from farm.results.compare import comparison
 from farm.results.damage import damage_text
 from farm.results.headline import INITIAL_SQL, LOGIN_SQL, rate_row
 from farm.results.overrides_apply import CATEGORY_SQL, apply_overrides, final_sql, short
-from farm.results.stats import mcnemar_exact, nearest_rank_position, paired_bootstrap
+from farm.results.stats import nearest_rank_position
 
 if TYPE_CHECKING:
     import duckdb
@@ -205,38 +205,18 @@ def _sums(con: duckdb.DuckDBPyConnection) -> dict[str, list[SumRow]]:
     return {part: [rows[c] for c in group] for part, group in _SUMS}
 
 
-def _comparison(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str) -> Comparison:
-    import numpy as np
-
-    arr = con.execute(
-        "SELECT a.final AS a, b.final AS b FROM shown a JOIN shown b USING (task_id, device, instance, repeat)"
-        " WHERE a.run = ? AND b.run = ? AND a.outcome <> 'skipped' AND b.outcome <> 'skipped'"
-        " ORDER BY task_id, device, instance, repeat",
-        [run_a, run_b],
-    ).fetchnumpy()
-    a = np.asarray(arr["a"], dtype=bool)
-    b = np.asarray(arr["b"], dtype=bool)
-    n = int(a.size)
-    both = int(np.count_nonzero(a & b))
-    only_a = int(np.count_nonzero(a & ~b))
-    only_b = int(np.count_nonzero(b & ~a))
-    boot = paired_bootstrap(a, b)
-    return Comparison(
-        run_a=run_a, run_b=run_b, units=n, both=both, only_a=only_a, only_b=only_b,
-        neither=n - both - only_a - only_b, rate_a=int(a.sum()) / n if n else None,
-        rate_b=int(b.sum()) / n if n else None, mcnemar_p=mcnemar_exact(only_a, only_b), diff=boot.diff,
-        diff_low=boot.low, diff_high=boot.high, resamples=boot.resamples, seed=boot.seed,
-    )
-
-
-def _skip_rows(con: duckdb.DuckDBPyConnection, where: str, default: str, labels: dict[str, str]) -> list[SkipRow]:
+def _skip_rows(con: duckdb.DuckDBPyConnection, where: str, default: str,
+               labels: dict[str, str]) -> tuple[list[SkipRow], dict[str, int]]:
+    """The first LIST_CAP rows of each run (a comparison lists each side apart), and each run's total."""
+    rows = con.execute(
+        f"SELECT task_id, device, reason, instance, repeat, run, count(*) OVER (PARTITION BY run) FROM shown"
+        f" WHERE {where} QUALIFY row_number() OVER (PARTITION BY run ORDER BY task_id, instance, repeat, device)"
+        f" <= {LIST_CAP} ORDER BY run, task_id, instance, repeat, device"
+    ).fetchall()
     return [
-        SkipRow(task_id=t, device=labels.get(d, d), reason=short(r or default), instance=i, repeat=k)
-        for t, d, r, i, k in con.execute(
-            f"SELECT task_id, device, reason, instance, repeat FROM shown WHERE {where}"
-            f" ORDER BY task_id, instance, repeat, device, run LIMIT {LIST_CAP}"
-        ).fetchall()
-    ]
+        SkipRow(task_id=t, device=labels.get(d, d), reason=short(r or default), instance=i, repeat=k, run=run)
+        for t, d, r, i, k, run, _ in rows
+    ], {run: int(n) for *_, run, n in rows}
 
 
 def aggregate(
@@ -290,6 +270,9 @@ def aggregate(
     sums = _sums(con)
     runs = [d.name for d in run_dirs]
     outcome_counts = {c.key: c.count for c in counts.outcomes}
+    skipped, skipped_by_run = _skip_rows(con, "outcome = 'skipped'", "skipped", labels)
+    login, login_by_run = _skip_rows(con, "login_handover", "login", labels)
+    grid, timeline = glance.glance_views(con, runs[-1], labels, instances=counts.instances, repeats=counts.repeats)
     data = ReportData(
         runs=runs,
         generated_at=utc_now(),
@@ -303,9 +286,11 @@ def aggregate(
         by_partition=counts.rates["partition"],
         by_device=counts.rates["device"],
         by_expect=counts.rates["expect"],
-        skipped=_skip_rows(con, "outcome = 'skipped'", "skipped", labels),
+        skipped=skipped,
         skipped_total=outcome_counts.get("skipped", 0),
-        login_handover=_skip_rows(con, "login_handover", "login", labels),
+        skipped_by_run=skipped_by_run,
+        login_handover=login,
+        login_handover_by_run=login_by_run,
         login_handover_total=counts.login_total,
         failure_categories=failure_categories,
         infrastructure_errors=counts.overall[3],
@@ -321,7 +306,9 @@ def aggregate(
         markers=markers,
         markers_total=counts.markers_total,
         failures_total=sum(c.count for c in failure_categories),
-        comparison=_comparison(con, runs[0], runs[1]) if len(runs) == 2 else None,
+        comparison=comparison(con, runs[0], runs[1], labels, LIST_CAP) if len(runs) == 2 else None,
+        grid=grid,
+        timeline=timeline,
         unfinished_runs=[
             f"{run} ({status})" for run, status in con.execute(
                 "SELECT run, coalesce(status, 'unknown') FROM runs WHERE coalesce(status, '') <> 'finished' ORDER BY 1"

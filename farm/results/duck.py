@@ -214,11 +214,12 @@ REPORT_SELECT: tuple[tuple[str, str], ...] = (
     ("cost_usd", "cost_usd"), ("attempt", "attempt"), ("dv_outcome", "device_verdict.outcome"),
     ("dv_passed", "device_verdict.passed"), ("dv_failure_category", "device_verdict.failure_category"),
     ("execution", "execution"), ("split", "split"), ("markers", "markers"), ("evidence", "evidence"),
+    ("started_at", "started_at"), ("ended_at", "ended_at"),
 )
 _REPORT_READ = ("run", "lane", "device", "task_id", "instance", "repeat", "category", "partition", "expect",
                 "outcome", "end_reason", "passed", "answer", "reasons", "failure_category", "takeover_kind",
                 "metrics", "tokens", "cost_usd", "attempt", "device_verdict", "execution", "split", "markers",
-                "evidence")
+                "evidence", "started_at", "ended_at")
 
 # The fields no record lacks (`Record`'s required ones). A JSON object missing one, or holding one of the
 # wrong type (read as NULL), is a damaged line like a torn one: readers sort and group by these fields.
@@ -234,7 +235,7 @@ ORDER = "run, task_id, device, instance, repeat, lane, attempt"
 
 CACHE_DIR = ".cache"
 CACHE_FILE = "records.duckdb"
-CACHE_FORMAT = 5
+CACHE_FORMAT = 6
 """Bump when REPORT_SELECT or the stamp changes: older caches are then rebuilt."""
 CACHE_MIN_BYTES = 16 << 20
 """Record files smaller than this are parsed every time (it is fast) and get no cache."""

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, field_validator
 
 RECORD_SCHEMA_VERSION: Literal[1] = 1
 
@@ -62,23 +63,72 @@ class CheckResult(BaseModel):
     """Why: what was looked for and what the evidence showed."""
 
 
-class Tokens(BaseModel):
-    """Token usage of an attempt, split the way providers bill it; null when unknown.
+TokenCount = Annotated[int, Field(ge=0, le=MAX_TOKENS)]
+"""Tokens of one kind in one attempt or run: 0…MAX_TOKENS."""
+_COUNTS: TypeAdapter[dict[str, int | None]] = TypeAdapter(dict[str, TokenCount | None])
 
-    Counts are range-checked where they enter a `Record` (0…MAX_TOKENS), not here: model clients build
-    this from a provider's usage object, and a provider's odd count must not fail the model call itself.
+
+class Tokens(BaseModel):
+    """Token usage of a model call, a turn or an attempt, split the way providers bill it; a count is null when
+    unknown, and an unknown count is never read as 0.
+
+    The one token model: model clients, the host agent, the web lane and records all use it. In code the
+    uncached input is `input_new`. Files keep the keys they have always had: records and transcripts write the
+    field names, web results the camelCase keys of `CAMEL_KEYS` (`newInput`…); both spellings are read.
+    Counts are range-checked where they enter a file (`check_counts`), not here: model clients build this from a
+    provider's usage object, whose odd count must not fail the model call itself, and sums over many runs may
+    pass the bound of one. Frozen, so one usage can be shared by a run, its record and a sum.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    input_new: int | None = None
+    input_new: int | None = Field(default=None, validation_alias=AliasChoices("input_new", "newInput"))
     """Input tokens not served from a prompt cache."""
-    cache_read: int | None = None
+    cache_read: int | None = Field(default=None, validation_alias=AliasChoices("cache_read", "cacheRead"))
     """Input tokens read from a prompt cache."""
-    cache_write: int | None = None
+    cache_write: int | None = Field(default=None, validation_alias=AliasChoices("cache_write", "cacheWrite"))
     """Input tokens written to a prompt cache."""
     output: int | None = None
     """Output tokens (including reasoning)."""
+
+    def known(self) -> bool:
+        """Whether any count was reported."""
+        return any(count is not None for _, count in self)
+
+    def prompt(self) -> int | None:
+        """Prompt tokens: new input + cache read + cache write; null while the new input is unknown. A cache count
+        that was not reported adds nothing (providers that do not report one do not bill it apart)."""
+        if self.input_new is None:
+            return None
+        return self.input_new + (self.cache_read or 0) + (self.cache_write or 0)
+
+    def plus(self, other: Tokens) -> Tokens:
+        """Field-wise sum; a count unknown on either side is unknown in the sum."""
+
+        def add(a: int | None, b: int | None) -> int | None:
+            return None if a is None or b is None else a + b
+
+        return Tokens(input_new=add(self.input_new, other.input_new), cache_read=add(self.cache_read, other.cache_read),
+                      cache_write=add(self.cache_write, other.cache_write), output=add(self.output, other.output))
+
+    @classmethod
+    def total(cls, parts: Iterable[Tokens]) -> Tokens:
+        """Field-wise sum of `parts` (see `plus`); with no parts, every count is unknown."""
+        result: Tokens | None = None
+        for part in parts:
+            result = part if result is None else result.plus(part)
+        return result or cls()
+
+    def check_counts(self, *, camel: bool = False) -> Tokens:
+        """Itself when every known count is 0…MAX_TOKENS; else a ValidationError naming the key (camelCase keys
+        with `camel`), so a validator that calls it rejects the line at `tokens.<key>`."""
+        _COUNTS.validate_python({CAMEL_KEYS[name] if camel else name: count for name, count in self})
+        return self
+
+
+CAMEL_KEYS: dict[str, str] = {"input_new": "newInput", "cache_read": "cacheRead", "cache_write": "cacheWrite",
+                              "output": "output"}
+"""The key of each `Tokens` field in files written with camelCase keys (web results, seed 001)."""
 
 
 class RunMetrics(BaseModel):
@@ -196,10 +246,7 @@ class Record(BaseModel):
     @field_validator("tokens")
     @classmethod
     def _tokens_in_range(cls, tokens: Tokens) -> Tokens:
-        for name, count in tokens:
-            if count is not None and not 0 <= count <= MAX_TOKENS:
-                raise ValueError(f"{name} {count} is outside 0…{MAX_TOKENS}")
-        return tokens
+        return tokens.check_counts()
 
     @field_validator("extra")
     @classmethod

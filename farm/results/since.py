@@ -12,43 +12,18 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import JsonValue
 
 from farm import manifest as manifests
 from farm.errors import FarmError
 from farm.manifest import Manifest
-from farm.report.model import RateRow
+from farm.report.model import SinceRow
 from farm.results import duck
 
 SELECTION_KEYS = ("split", "set", "executor", "spread", "repeats", "profile", "kind", "backends", "suite")
 """Lane settings that change what a run measures: two runs that differ in one are not comparable."""
 MAX_LISTED = 20
 """Regressed and fixed units named in the report; the counts are always whole."""
-
-
-class SinceRow(BaseModel):
-    """This run against the previous comparable one."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    previous_run: str
-    """The previous comparable run's id."""
-    previous_created_at: str
-    """When it was created (ISO-8601)."""
-    previous: RateRow
-    """Its headline."""
-    paired: int
-    """Pairs (lane, task, instance, phone model) judged in both runs."""
-    regressions: int
-    """Pairs that passed there and fail here."""
-    fixes: int
-    """Pairs that failed there and pass here."""
-    regressed: list[str] = Field(default_factory=list)
-    """`task on phone model` of the first regressions."""
-    fixed: list[str] = Field(default_factory=list)
-    """`task on phone model` of the first fixes."""
-    mcnemar_p: float | None = None
-    """Exact McNemar p over the paired units (None without a discordant pair)."""
 
 
 def _selection(m: Manifest) -> list[tuple[str, list[tuple[str, JsonValue]]]]:

@@ -28,7 +28,8 @@ class ObservationLine(CamelModel):
     activity: str = ""
     """Foreground activity."""
     screenshot: str | None = None
-    """File name of the JPEG taken with this observation, next to steps.jsonl."""
+    """File name of the JPEG taken with this observation, next to steps.jsonl (`shot-<sha256 prefix>.jpg`);
+    `screenshot omitted: cap` once the attempt's screenshot budget was spent."""
 
 
 class ActionLine(CamelModel):
@@ -40,6 +41,8 @@ class ActionLine(CamelModel):
     """Parsed arguments (empty when they did not parse)."""
     raw: str | None = None
     """Raw argument text when it did not parse."""
+    message: str | None = None
+    """Free text the model wrote along with the call (null for scripts and when it wrote none)."""
 
 
 class ResultLine(CamelModel):

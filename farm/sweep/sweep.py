@@ -37,6 +37,7 @@ from farm.sweep.runner import Dispatcher, Fleet, gather_fleet
 from farm.sweep.unit_run import summary_sources
 from farm.taskset.loader import LoadedTask
 from farm.taskset.rules import select_valid_tasks
+from farm.taskset.select import TaskSelection
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -136,7 +137,8 @@ class Sweep:
     def _tasks(self) -> list[LoadedTask]:
         if not self.tasks_dir.is_dir():
             raise FarmError(f"{self.tasks_dir}: no such task directory", hint="pass --tasks-dir DIR")
-        tasks = select_valid_tasks(self.tasks_dir, self.req.agent.split, self.req.agent.set_prefix, whole_set=False)
+        tasks = select_valid_tasks(self.tasks_dir, self.req.agent.split, self.req.agent.set_prefix, whole_set=False,
+                                   selection=self.req.selection)
         if not tasks:
             raise FarmError(f"{self.tasks_dir}: no task matches split={self.req.agent.split}")
         return tasks
@@ -444,6 +446,7 @@ def _request_from(text: str, given: SweepRequest) -> SweepRequest:
         executor=data["executor"], profile=data.get("profile"),
         host=HostSettings.model_validate(data["host"]) if data.get("host") else None,
         serials=list(data.get("serials") or []), label=data.get("label"), batch=int(data.get("batch") or 1),
+        selection=TaskSelection.model_validate(data["selection"]) if data.get("selection") else None,
         max_tries=data["max_tries"],
         quarantine_after=data["quarantine_after"], fail_under=given.fail_under or data.get("fail_under"),
         run_id=given.run_id, resume=True, tasks_dir=given.tasks_dir, runs_dir=given.runs_dir,

@@ -28,6 +28,7 @@ from farm.taskset.loader import (
     task_files,
 )
 from farm.taskset.probes import ProbeSpec, load_catalogue
+from farm.taskset.select import TaskSelection, select
 from farm.taskset.task_rules import BUILTIN_PACKAGES, LOCAL_PATH, TaskRules
 from farm.taskset.violations import Violation
 
@@ -262,7 +263,12 @@ def require_valid(root: Path, *, whole_set: bool = True) -> list[LoadedTask]:
 
 
 def select_valid_tasks(
-    root: Path, split: SplitChoice = "all", set_prefix: str | None = None, *, whole_set: bool = True
+    root: Path, split: SplitChoice = "all", set_prefix: str | None = None, *, whole_set: bool = True,
+    selection: TaskSelection | None = None,
 ) -> list[LoadedTask]:
-    """`select_tasks` over a set that passes `require_valid`: what `farm run` loads."""
-    return choose_tasks(require_valid(root, whole_set=whole_set), split, set_prefix)
+    """`select_tasks` over a set that passes `require_valid`: what `farm run` loads. A `selection` (repeated
+    `--set`, `-k`, `--exclude`, `--only-failed-from`) replaces `set_prefix`."""
+    valid = require_valid(root, whole_set=whole_set)
+    if selection is not None:
+        return select(valid, split, selection).tasks
+    return choose_tasks(valid, split, set_prefix)

@@ -107,6 +107,8 @@ def _a_batch(cwd: Path) -> None:
 
 # -- the corpus --------------------------------------------------------------------------------------------------
 
+WEB_DRY_ARGS = ("web", "run", "--dry-run", "--backends", "playwright", "--policy", "scripted")
+
 CASES: list[object] = []
 
 
@@ -171,6 +173,33 @@ case("run-set-matches-nothing", "run", "--tasks-dir", "t", "--set", "nothing/her
      needle="no task matches")
 case("run-profile-unknown", "run", "--profile", "nope", needle="profiles.nope")
 case("run-no-adb-server", "run", "--tasks-dir", "t", files=tasks_at("t"), needle="no adb server")
+
+# Selection flags of run, sweep and tasks list: a bad -k, an unknown run, an empty value, two spellings at once.
+for selecting in (("run",), ("sweep",), ("tasks", "list")):
+    name = "-".join(selecting)
+    case(f"{name}-keyword-unbalanced", *selecting, "--tasks-dir", "t", "-k", "read and (write", files=tasks_at("t"),
+         needle="-k 'read and (write': '(' at column 10 is never closed")
+    case(f"{name}-keyword-empty", *selecting, "--tasks-dir", "t", "-k", " ", files=tasks_at("t"),
+         needle="empty expression")
+    case(f"{name}-keyword-operator-alone", *selecting, "--tasks-dir", "t", "-k", "not", files=tasks_at("t"),
+         needle="-k 'not': expected a word at the end")
+    case(f"{name}-only-failed-from-unknown", *selecting, "--tasks-dir", "t", "--only-failed-from", "nope",
+         files=tasks_at("t"), needle="--only-failed-from nope: no such run")
+    case(f"{name}-only-failed-from-unsafe", *selecting, "--only-failed-from", "../x",
+         needle="--only-failed-from '../x'")
+    case(f"{name}-only-failed-from-no-records", *selecting, "--only-failed-from", "bad", setup=_damaged_run(b"{}"),
+         needle="--only-failed-from bad: the run has no records")
+    case(f"{name}-exclude-empty", *selecting, "--tasks-dir", "t", "--exclude", "", files=tasks_at("t"),
+         needle="--exclude ''")
+    case(f"{name}-set-matches-nothing", *selecting, "--tasks-dir", "t", "--set", "write", "--set", "wirte",
+         files=tasks_at("t"), needle="--set wirte: no task matches it")
+case("run-run-and-run-id", "run", "--run", "a", "--run-id", "b", needle="--run and --run-id both given")
+case("run-resume-and-selection", "run", "--resume", "a", "--set", "write", needle="its own selection")
+case("sweep-resume-and-selection", "sweep", "--resume", "a", "-k", "x", needle="its own selection")
+case("tasks-list-two-dirs", "tasks", "list", "--tasks-dir", "t", "--dir", "u", needle="--tasks-dir and --dir")
+case("query-format-unknown", "query", "select 1", "--format", "xml", setup=_a_run, needle="--format xml")
+case("query-json-and-csv", "query", "select 1", "--format", "csv", "--json", setup=_a_run, needle="--json and")
+case("web-run-device-and-serial", *WEB_DRY_ARGS, "--device", "a", "--serial", "b", needle="--device and --serial")
 
 # farm.yaml: wrong types, unknown keys, out-of-range numbers, .inf and .nan, deep nesting, not text.
 BAD_CONFIGS: list[tuple[str, bytes | None, str]] = [
@@ -244,7 +273,7 @@ for n, value in enumerate(("../x", "/tmp/x")):
     case(f"sweep-run-id-{n}", "sweep", "--run-id", value, needle="--run-id")
 case("sweep-resume-unsafe", "sweep", "--resume", "../x", needle="--resume")
 case("sweep-retry-from-unsafe", "sweep", "--retry-from", "/tmp/x", "--run-id", "new", needle="--retry-from")
-case("sweep-retry-from-without-run-id", "sweep", "--retry-from", "old", needle="--run-id")
+case("sweep-retry-from-without-run-id", "sweep", "--retry-from", "old", needle="--run NEW")
 case("sweep-resume-and-run-id", "sweep", "--resume", "a", "--run-id", "b", needle="--resume")
 case("sweep-listed-without-device", "sweep", "--listed-phones", needle="--device")
 case("sweep-price", "sweep", "--price-out", "-2", needle="--price-out")

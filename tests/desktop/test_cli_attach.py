@@ -25,7 +25,9 @@ def test_attach_creates_the_run_and_adds_the_desktop_lane(tmp_path: Path) -> Non
     assert outcome.code == 0, outcome.stderr
     manifest = load(runs / "night-1")
     lane = next(entry for entry in manifest.lanes if entry.lane == "desktop")
-    assert lane.outputs == ["desktop/batch-001.report.md", "desktop/batch-001.report.json"]
+    assert lane.outputs == [
+        "desktop/batch-001.report.md", "desktop/batch-001.report.json", "desktop/batch-001.report.html"
+    ]
     detail = lane.detail["batch/batch-001"]
     assert isinstance(detail, dict)
     assert detail["status"] == "interim" and detail["chainVerified"] is True and detail["recorded"] == 1

@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from farm.desktop.batch import Batch, BatchLink, Slot, init_batch, plan_slot_ids
+from farm.desktop.batch import Batch, BatchLink, Slot, init_batch, plan_slot_ids, record_result
 from farm.desktop.config import DesktopConfig
 from farm.desktop.result import RunResult
 from farm.desktop.tasks import tasks_digest
@@ -149,3 +149,20 @@ def planned_batch(tmp_path: Path, repetitions: int = 2) -> tuple[Path, Path]:
     out = directory / "batch-000.json"
     init_batch(config, out)
     return directory, out
+
+
+HOSTILE_REASON = '<img src=x onerror="alert(1)"> | <script>alert(2)</script>'
+"""A recorded reason a person could paste from a web page: HTML that must stay text in every report."""
+
+
+def recorded_batch(tmp_path: Path, *, reason: str = HOSTILE_REASON, **config: object) -> Path:
+    """batch-002.json: one success (calculator-add/1) and one blocked slot with `reason` (calculator-add/2),
+    recorded through the ledger with its version chain; `config` overrides the batch config."""
+    directory = results_dir(tmp_path)
+    b0 = directory / "batch-000.json"
+    init_batch(write_config(directory, **config), b0)
+    b1, b2 = directory / "batch-001.json", directory / "batch-002.json"
+    record_result(b0, "calculator-add/1", write_result(directory / "r1.json"), b1)
+    blocked = write_result(directory / "r2.json", "blocked", start_offset_s=60, reason=reason)
+    record_result(b1, "calculator-add/2", blocked, b2)
+    return b2

@@ -164,3 +164,35 @@ def phone_score_lines(run_dir: Any, serial: str) -> list[dict[str, Any]]:
     for path in sorted(phone_dir(run_dir, serial).glob("units/*/scores.jsonl")):
         lines += [json.loads(ln) for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
     return lines
+
+
+def busy_records(
+    run: str, serials: list[str], tasks: list[str], *, start: str = "2026-12-01T03:00:00Z", seconds: float = 30.0,
+    category: str = "read/system", flip: int = 0, **kw: Any,
+) -> list[Record]:
+    """Every task on every phone, back to back on each phone from `start` (`seconds` each, with the time split
+    and tokens filled in). Verdicts follow the unit's index i (tasks × phones, phone-major, shifted by `flip`):
+    i % 13 == 5 skipped, i % 11 == 3 error, i % 5 == 1 failed (category `route`), else passed."""
+    import datetime as dt
+
+    t0 = dt.datetime.fromisoformat(start.replace("Z", "+00:00"))
+    out: list[Record] = []
+    for p, serial in enumerate(serials):
+        for t, task_id in enumerate(tasks):
+            i = p * len(tasks) + t + flip
+            outcome = ("skipped" if i % 13 == 5 else "error" if i % 11 == 3 else "failed" if i % 5 == 1
+                       else "succeeded")
+            begin, end = t0 + dt.timedelta(seconds=t * seconds), t0 + dt.timedelta(seconds=(t + 0.9) * seconds)
+            ran = outcome != "skipped"
+            ms = seconds * 900
+            out.append(record(
+                task_id, run=run, device=serial, passed=outcome == "succeeded", outcome=outcome, category=category,
+                failure_category="route" if outcome == "failed" else None,
+                reasons=[] if outcome == "succeeded" else [f"{outcome} on unit {i}"],
+                started_at=begin.isoformat().replace("+00:00", "Z") if ran else None,
+                ended_at=end.isoformat().replace("+00:00", "Z") if ran else None,
+                metrics=RunMetrics(model_ms=ms * 0.6, screen_read_ms=ms * 0.2, action_ms=ms * 0.15,
+                                   other_ms=ms * 0.05, total_ms=ms) if ran else RunMetrics(),
+                tokens=Tokens(input_new=1000, cache_read=200, output=50) if ran else Tokens(), **kw,
+            ))
+    return out

@@ -3,12 +3,16 @@ context (or phone tab) per run, and `WebRun` lines for report fixtures."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import Browser
 
+from farm.results.record import Tokens
 from farm.sim.launcher import SimFarm
 from farm.sim.profile import default_profile
 from tests.helpers.phones import private_adb_port
@@ -17,7 +21,7 @@ from web_bench.browser.android_chrome import AndroidChromeBackend
 from web_bench.browser.chromium import CHROMIUM_ARGS, DebuggableChromium, find_chromium
 from web_bench.browser.contract import BackendName, BrowserBackend
 from web_bench.browser.playwright_backend import PlaywrightBackend
-from web_bench.results import Timings, TokenCounts, Validation, WebRun
+from web_bench.results import Timings, Validation, WebRun
 from web_bench.site.server import SiteServer
 
 BackendFactory = Callable[[BackendName], BrowserBackend]
@@ -90,10 +94,22 @@ def web_run(**fields: Any) -> WebRun:
         "backend": "playwright", "order_in_pair": 1, "first_backend": "playwright", "policy": "scripted",
         "success": True, "status": "completed", "timeout_ms": 1000,
         "validation": Validation(passed=True, state_ok=True, answer_ok=True, detail="fixture"),
-        "timings": Timings(completion_ms=100.0), "tokens": TokenCounts(),
+        "timings": Timings(completion_ms=100.0), "tokens": Tokens(),
         "started_at": "2026-01-01T00:00:00Z", "ended_at": "2026-01-01T00:00:01Z",
     }
     base.update(fields)
     if "pair_id" not in base:
         base["pair_id"] = f"{base['task']}:{base['seed']}:{base['trial']}"
     return WebRun(**base)
+
+
+def smoke_run(runs_dir: Path, run_id: str, tasks: str = "order_lookup,inventory_filter") -> Path:
+    """A real scripted smoke run of the web lane through the `farm` entry point, both backends paired
+    (android-chrome on a virtual phone); returns the run directory."""
+    result = subprocess.run(
+        [sys.executable, "-c", "from farm.cli import main; main()", "web", "run", "--smoke", "--policy", "scripted",
+         "--virtual-phone", "--tasks", tasks, "--run-id", run_id, "--runs-dir", str(runs_dir)],
+        capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return runs_dir / run_id

@@ -116,6 +116,7 @@ def test_screenshots_go_to_the_model_and_into_the_transcript(virtual_phone: Any,
         counts = [r.image_count() for r in stub.requests]
     # One screenshot with the first screen, two once the second screen is sent (a retried request repeats).
     assert (counts[0], counts[-1]) == (1, 2), counts
-    shots = sorted(p.name for p in (tmp_path / "r1/calculator-multiply/run").glob("*.jpg"))
-    assert shots == ["step-001.jpg", "step-002.jpg"]
-    assert (tmp_path / "r1/calculator-multiply/run/step-001.jpg").read_bytes()[:2] == b"\xff\xd8"
+    run_dir = tmp_path / "r1/calculator-multiply/run"
+    named = [json.loads(s)["observation"]["screenshot"] for s in (run_dir / "steps.jsonl").read_text().splitlines()]
+    assert len(named) == 2 and sorted(p.name for p in run_dir.glob("*.jpg")) == sorted(named)
+    assert (run_dir / named[0]).read_bytes()[:2] == b"\xff\xd8"

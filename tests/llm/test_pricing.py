@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from farm.llm.config import ModelPrice
-from farm.llm.pricing import add_tokens, cost_usd
+from farm.llm.pricing import cost_usd
 from farm.results.record import Tokens
 
 PRICE = ModelPrice(input_per_m=3.0, output_per_m=15.0, cache_read_per_m=0.3, cache_write_per_m=3.75)
@@ -39,12 +39,6 @@ def test_cache_use_with_unknown_cache_price_gives_none() -> None:
 
 def test_zero_tokens_cost_zero_when_everything_is_known() -> None:
     assert cost_usd(PRICE, Tokens(input_new=0, cache_read=0, cache_write=0, output=0)) == 0.0
-
-
-def test_adding_usages_keeps_unknown_unknown() -> None:
-    a = Tokens(input_new=1, cache_read=2, cache_write=None, output=4)
-    b = Tokens(input_new=10, cache_read=20, cache_write=30, output=40)
-    assert add_tokens(a, b) == Tokens(input_new=11, cache_read=22, cache_write=None, output=44)
 
 
 def test_negative_prices_are_refused() -> None:

@@ -46,7 +46,7 @@ def test_disagreements_show_in_markdown_and_html(tmp_path: Path) -> None:
     assert "| said-pass | Pixel 8 #1 | succeeded / pass | failed / fail | answer lacks 56088 |" in md
     assert "| agree |" not in md.split("## Phone and host disagree")[1].split("\n## ")[0]
     html = render_html(d)
-    assert "<td>succeeded / pass</td><td>failed / fail</td><td>answer lacks 56088</td>" in html
+    assert '<td>succeeded / pass</td><td>failed / fail</td><td class="long">answer lacks 56088</td>' in html
 
 
 def test_no_disagreement_section_rows_without_device_verdicts(tmp_path: Path) -> None:

@@ -17,8 +17,10 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markupsafe import escape
 
+from farm.report.charts import VERDICT_SYMBOLS
+from farm.report.junit import render_junit
 from farm.report.markdown import md_text, render_markdown
-from farm.report.writers import render_html, render_junit, write_csv
+from farm.report.writers import render_html, write_csv
 from farm.results.aggregate import Aggregation, aggregate
 from farm.results.store import RECORDS_FILE
 from tests.helpers.records import record, write_run
@@ -79,7 +81,12 @@ def _row(tables: _Tables, first: str) -> list[str]:
     failure = next((r for r in tables.rows if len(r) == 7 and r[2] == first), None)
     if failure is not None:
         return [failure[2], failure[3], failure[4], failure[1], failure[5]]
-    return next(r for r in tables.rows if r and r[0] == first)
+    return next(r for r in tables.rows if r and r[0] == first and not _grid_row(r))
+
+
+def _grid_row(row: list[str]) -> bool:
+    """A row of the task × phone grid: a unit name, then only verdict symbols or blanks."""
+    return all(cell in {"", *VERDICT_SYMBOLS.values()} for cell in row[1:])
 
 
 def _aggregate(tmp_path: Path, records: list[Any], phones: list[tuple[str, str]] | None = None) -> Aggregation:

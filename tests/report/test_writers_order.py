@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from farm.report.junit import write_junit
 from farm.report.markdown import render_markdown
-from farm.report.writers import write_junit, write_reports
+from farm.report.writers import write_reports
 from farm.results import aggregate as aggregate_module
 from farm.results import overrides_apply
 from farm.results.aggregate import aggregate
@@ -67,11 +68,11 @@ def test_labels_out_of_serial_order_still_sort_rows_by_label(tmp_path: Path) -> 
 
 
 def test_many_suites_fall_back_to_a_sorted_junit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from farm.report import writers
+    from farm.report import junit
 
     run_dir = _run(tmp_path)
     write_junit(aggregate([run_dir]), tmp_path / "a.xml")
-    monkeypatch.setattr(writers, "_UNION_SUITES", 1)
+    monkeypatch.setattr(junit, "SCAN_SUITES", 1)
     write_junit(aggregate([run_dir]), tmp_path / "b.xml")
     assert (tmp_path / "a.xml").read_bytes() == (tmp_path / "b.xml").read_bytes()
 

@@ -120,6 +120,6 @@ def test_model_run_uses_the_chosen_model(tmp_path: Path) -> None:
     assert (run.policy, run.provider, run.model, run.status, run.success) == (
         "model", "openai", "stub-model", "completed", False
     )
-    assert (run.tokens.new_input, run.tokens.cache_read, run.tokens.output) == (40, 8, 3)
+    assert (run.tokens.input_new, run.tokens.cache_read, run.tokens.output) == (40, 8, 3)
     assert sent["model"] == "stub-model"
     assert "browser_" in sent["messages"][0]["content"]

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from farm.errors import FarmError
+from farm.results.record import Tokens
 from tests.helpers.web import web_run
 from web_bench.records import to_record
 from web_bench.report import WebReport, build_report, report_file, to_markdown
-from web_bench.results import Timings, TokenCounts, WebRun, append_run
+from web_bench.results import Timings, WebRun, append_run
 
 A, B = "playwright", "android-chrome"
 
@@ -24,16 +25,22 @@ def _run(seed: int, backend: str, ms: float, ok: bool, first: str, **extra: obje
 def _fixture() -> list[WebRun]:
     # seed: A ms/ok, B ms/ok, who went first.   (timeout 1000 ms → a failure counts 2000 ms)
     return [
-        _run(1, A, 100, True, A, tokens=TokenCounts(new_input=10, cache_read=5, cache_write=1, output=3)),
+        _run(1, A, 100, True, A, tokens=Tokens(input_new=10, cache_read=5, cache_write=1, output=3)),
         _run(1, B, 200, True, A),
         _run(2, B, 900, True, B),
-        _run(2, A, 300, True, B, tokens=TokenCounts(new_input=20, output=4)),
+        _run(2, A, 300, True, B, tokens=Tokens(input_new=20, output=4)),
         _run(3, A, 400, True, A),
         _run(3, B, 50, False, A),
         _run(4, B, 80, False, B),
         _run(4, A, 900, False, B),
         _run(5, A, 500, True, A),  # no B run: not a complete pair
     ]
+
+
+def _table(markdown: str, heading: str) -> list[list[str]]:
+    """The body rows of the Markdown table under `heading`, as cells."""
+    block = markdown.split(heading, 1)[1].split("\n\n")[1]
+    return [[c.strip() for c in line.strip("|").split("|")] for line in block.splitlines()[2:]]
 
 
 def _write(tmp_path: Path, runs: list[WebRun]) -> Path:
@@ -93,9 +100,29 @@ def test_order_sensitivity(report: WebReport) -> None:
     assert (report.order_sensitivity.b_first.n, report.order_sensitivity.b_first.value) == (1, pytest.approx(3.0))
 
 
-def test_token_columns(report: WebReport) -> None:
+def test_token_columns_sum_only_the_runs_with_usage_and_say_how_many(report: WebReport) -> None:
     t = report.backends[A].tokens
-    assert (t.new_input, t.cache_read, t.cache_write, t.output, t.prompt, t.runs_with_usage) == (30, 5, 1, 7, 36, 2)
+    assert (t.runs_with_usage, t.runs) == (2, 5)
+    assert (t.usage.input_new, t.usage.output, t.prompt) == (30, 7, 10 + 5 + 1 + 20)
+
+
+def test_a_token_count_one_run_did_not_report_is_unknown_not_a_smaller_sum(report: WebReport) -> None:
+    # Seed 1 reported cache counts, seed 2 did not: their sum is unknown, not seed 1's alone.
+    usage = report.backends[A].tokens.usage
+    assert (usage.cache_read, usage.cache_write) == (None, None)
+
+
+def test_a_backend_without_usage_shows_unknown_tokens_never_zero(report: WebReport) -> None:
+    t = report.backends[B].tokens
+    assert (t.runs_with_usage, t.prompt, t.usage) == (0, None, Tokens())
+    (row,) = [r for r in _table(to_markdown(report), "## Tokens") if r[0] == B]
+    assert row[1:] == ["0 of 4", "—", "—", "—", "—", "—"]
+
+
+def test_token_json_keeps_the_seed_key_names(report: WebReport) -> None:
+    data = report.model_dump(by_alias=True, mode="json")["backends"][A]["tokens"]
+    assert data == {"usage": {"newInput": 30, "cacheRead": None, "cacheWrite": None, "output": 7}, "prompt": 36,
+                    "runsWithUsage": 2, "runs": 5}
 
 
 def test_json_keys(report: WebReport) -> None:
@@ -110,7 +137,7 @@ def test_json_keys(report: WebReport) -> None:
 def test_markdown_puts_success_first(report: WebReport) -> None:
     text = to_markdown(report)
     assert text.index("## Success") < text.index("## Latency") < text.index("## Pairs")
-    assert "— (< 10 successes)" in text
+    assert "— (fewer than 10 successes)" in text
 
 
 def test_p90_from_ten_successes() -> None:
@@ -156,7 +183,7 @@ def test_bad_line_is_rejected_with_its_number(tmp_path: Path) -> None:
 
 
 def test_web_run_becomes_a_farm_record() -> None:
-    failed = web_run(success=False, error=None, tokens=TokenCounts(new_input=5, output=2))
+    failed = web_run(success=False, error=None, tokens=Tokens(input_new=5, output=2))
     record = to_record(failed, source="results.jsonl:1")
     assert (record.lane, record.device, record.task_id, record.outcome, record.passed) == (
         "web", "playwright", "order_lookup", "failed", False

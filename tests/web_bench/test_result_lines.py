@@ -11,14 +11,13 @@ from typing import Any
 import pytest
 
 from farm.errors import FarmError
-from farm.results.record import MAX_COST_USD, MAX_COUNT, MAX_MS, MAX_TOKENS
+from farm.results.record import MAX_COST_USD, MAX_COUNT, MAX_MS, MAX_TOKENS, Tokens
 from tests.helpers.web import web_run
 from web_bench.records import to_record
 from web_bench.report import build_report, report_file, to_markdown
 from web_bench.results import (
     Diagnostics,
     Timings,
-    TokenCounts,
     Validation,
     WebRun,
     append_run,
@@ -76,6 +75,9 @@ BAD_VALUES: list[tuple[str, object]] = [
     ("tokens.output", -3),
     ("tokens.newInput", MAX_TOKENS + 1),
     ("tokens.cacheRead", 2.5),
+    ("tokens.newInput", "5"),
+    ("tokens.cacheWrite", 5.0),
+    ("tokens.output", True),
     ("costUsd", NAN),
     ("costUsd", -0.01),
     ("diagnostics.toolCalls", -1),
@@ -133,11 +135,25 @@ def test_every_accepted_line_becomes_a_record() -> None:
     run = web_run(
         trial=MAX_COUNT, pair_id=f"order_lookup:1:{MAX_COUNT}", cost_usd=MAX_COST_USD,
         timings=Timings(completion_ms=MAX_MS, state_reached_ms=MAX_MS, ttft_ms=MAX_MS, tool_wall_ms=MAX_MS),
-        tokens=TokenCounts(new_input=MAX_TOKENS, cache_read=MAX_TOKENS, cache_write=MAX_TOKENS, output=MAX_TOKENS),
+        tokens=Tokens(input_new=MAX_TOKENS, cache_read=MAX_TOKENS, cache_write=MAX_TOKENS, output=MAX_TOKENS),
         diagnostics=Diagnostics(tool_calls=MAX_COUNT, model_calls=MAX_COUNT, tool_errors=MAX_COUNT),
     )
     record = to_record(WebRun.model_validate_json(run.model_dump_json(by_alias=True)))
     assert (record.repeat, record.metrics.total_ms, record.tokens.output) == (MAX_COUNT, MAX_MS, MAX_TOKENS)
+
+
+def test_a_results_line_keeps_the_seed_token_keys(tmp_path: Path) -> None:
+    path = _file(tmp_path)
+    append_run(path, web_run(tokens=Tokens(input_new=40, cache_read=8, output=3)))
+    line = json.loads(path.read_text(encoding="utf-8"))
+    assert line["tokens"] == {"newInput": 40, "cacheRead": 8, "cacheWrite": None, "output": 3}
+
+
+def test_a_line_written_before_the_one_token_model_still_reads(tmp_path: Path) -> None:
+    old = _line(web_run(), **{"tokens": {"newInput": 12, "cacheRead": None, "cacheWrite": None, "output": 2}})
+    (run,) = read_runs(_file(tmp_path, old))
+    assert (run.tokens.input_new, run.tokens.output) == (12, 2)
+    assert to_record(run).tokens == Tokens(input_new=12, output=2)
 
 
 def test_not_utf8_line_is_rejected_and_named(tmp_path: Path) -> None:
@@ -236,7 +252,7 @@ def test_identity_is_the_records_unit(change: dict[str, Any], same: bool) -> Non
 def test_markdown_lists_rejected_lines_and_repeated_runs(tmp_path: Path) -> None:
     path = _file(tmp_path, _line(web_run()), "garbage", _line(web_run()))
     text = to_markdown(report_file(path))
-    assert "**1 line(s) rejected and 1 run(s) written more than once**" in text
+    assert "**1 line(s) rejected and 1 run(s) written more than once: " in text
     assert f"## Rejected lines\n\n- {path}:2: " in text
     assert f"## Runs written more than once\n\n- {path}: lines 1, 3 are one run" in text
 

@@ -123,7 +123,7 @@ def test_model_policy_drives_a_task_to_success(make_backend: BackendFactory, sit
         offered = {t["function"]["name"] for t in stub.requests[0].body["tools"]}
     assert run.success, (run.error, run.validation.detail)
     assert run.diagnostics.model_calls == 3
-    assert (run.tokens.new_input, run.tokens.cache_read, run.tokens.output) == (300, 60, 21)
+    assert (run.tokens.input_new, run.tokens.cache_read, run.tokens.output) == (300, 60, 21)
     assert run.timings.ttft_ms is not None and run.timings.ttft_ms <= run.timings.completion_ms
     assert offered == {
         "browser_navigate", "browser_snapshot", "browser_click", "browser_type", "browser_select_option",
@@ -197,4 +197,4 @@ def test_model_policy_through_the_anthropic_api(make_backend: BackendFactory, si
         (run,) = _run(make_backend, site, _model_policy(stub, "anthropic"), "model", ["playwright"], ["order_lookup"])
         assert stub.requests[0].provider == "anthropic"
     assert run.success, (run.error, run.validation.detail)
-    assert (run.tokens.new_input, run.tokens.cache_read, run.tokens.output) == (300, 60, 21)
+    assert (run.tokens.input_new, run.tokens.cache_read, run.tokens.output) == (300, 60, 21)

@@ -1,0 +1,165 @@
+"""The viewer's routes: the run list, a run's report and files, its units and each unit's trajectory.
+
+Served on loopback only, read-only, offline: pages are rendered with Jinja2 autoescape (everything shown
+comes from phones, pages and models), carry no script at all, and a Content-Security-Policy allows nothing
+but the viewer itself. A run's files are served under `/runs/<run>/` so the relative links of its
+report.html land here; a link to a run record or a try directory opens that unit's trajectory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from urllib.parse import quote
+
+from fastapi import FastAPI, Request
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, FileSystemLoader
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+from farm.view.files import REPORT_NAME, Refused, exists, inside, list_dir, media_type, run_dir_of
+from farm.view.runs import list_runs
+from farm.view.trajectory import load_trajectory
+from farm.view.units import RunUnits, Unit, cached_units
+
+HERE = Path(__file__).parent
+SECURITY_HEADERS = {
+    # Reports use inline CSS and inline SVG; nothing may run and nothing may load from elsewhere.
+    "Content-Security-Policy": ("default-src 'none'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+                                "font-src 'self' data:; base-uri 'none'; form-action 'none'; "
+                                "frame-ancestors 'none'"),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+
+
+def _env() -> Environment:
+    env = Environment(loader=FileSystemLoader(str(HERE / "templates")), autoescape=True, trim_blocks=True,
+                      lstrip_blocks=True)
+    env.filters["ms"] = fmt_ms
+    env.filters["pct"] = lambda v: "–" if v is None else f"{v * 100:.1f}%"
+    env.globals["path_url"] = path_url
+    return env
+
+
+def fmt_ms(value: float | None) -> str:
+    """`850 ms`, `12.3 s`; `–` when unknown."""
+    if value is None:
+        return "–"
+    return f"{value:,.0f} ms" if value < 1000 else f"{value / 1000:,.1f} s"
+
+
+def path_url(run: str, *parts: str) -> str:
+    """The viewer URL of a path inside a run (each component quoted)."""
+    joined = "/".join(p.strip("/") for p in parts if p.strip("/"))
+    return f"/runs/{quote(run, safe='')}/" + quote(joined, safe="/")
+
+
+def unit_url(run: str, unit: Unit) -> str:
+    """The trajectory page of a unit."""
+    return f"/runs/{quote(run, safe='')}/units/{quote(unit.key, safe='')}"
+
+
+def create_app(runs_dir: Path, *, hosts: tuple[str, ...] = ("127.0.0.1", "localhost")) -> FastAPI:
+    """The viewer of the runs under `runs_dir`; requests naming another host are refused (DNS rebinding)."""
+    app = FastAPI(title="farm view", docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(hosts))
+    env = _env()
+    env.globals["unit_url"] = unit_url
+
+    @app.middleware("http")
+    async def headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        response = await call_next(request)
+        for name, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
+        return response
+
+    def page(name: str, status: int = 200, **context: object) -> HTMLResponse:
+        return HTMLResponse(env.get_template(name).render(**context), status_code=status)
+
+    def message(status: int, title: str, text: str) -> HTMLResponse:
+        return page("message.html.j2", status, title=title, text=text)
+
+    def open_run(run: str) -> Path | HTMLResponse:
+        try:
+            return run_dir_of(runs_dir, run)
+        except Refused as exc:
+            return message(403, "Refused", str(exc))
+        except OSError:
+            return message(404, "No such run", f"{run}: no such run under {runs_dir}")
+
+    @app.get("/", response_class=HTMLResponse)
+    def index() -> HTMLResponse:
+        return page("runs.html.j2", runs=list_runs(runs_dir), runs_dir=str(runs_dir))
+
+    @app.get("/static/viewer.css")
+    def css() -> Response:
+        return FileResponse(HERE / "static" / "viewer.css", media_type="text/css")
+
+    @app.get("/runs/{run}")
+    def run_no_slash(run: str) -> Response:
+        return RedirectResponse(f"/runs/{quote(run, safe='')}/", status_code=308)
+
+    @app.get("/runs/{run}/")
+    def run_page(run: str) -> Response:
+        run_dir = open_run(run)
+        if isinstance(run_dir, HTMLResponse):
+            return run_dir
+        report = run_dir / REPORT_NAME
+        if exists(report, file=True):
+            return FileResponse(report, media_type="text/html; charset=utf-8")
+        return page("no_report.html.j2", run=run, units=_sorted(cached_units(run_dir)))
+
+    @app.get("/runs/{run}/units")
+    def units_no_slash(run: str) -> Response:
+        return RedirectResponse(f"/runs/{quote(run, safe='')}/units/", status_code=308)
+
+    @app.get("/runs/{run}/units/")
+    def units_page(run: str) -> Response:
+        run_dir = open_run(run)
+        if isinstance(run_dir, HTMLResponse):
+            return run_dir
+        index = cached_units(run_dir)
+        return page("units.html.j2", run=run, units=_sorted(index), problems=index.problems)
+
+    @app.get("/runs/{run}/units/{unit}")
+    def unit_page(run: str, unit: str) -> Response:
+        run_dir = open_run(run)
+        if isinstance(run_dir, HTMLResponse):
+            return run_dir
+        found = cached_units(run_dir).get(unit)
+        if found is None:
+            return message(404, "No such unit", f"{run}: no unit {unit}")
+        return page("unit.html.j2", t=load_trajectory(run_dir, run, found))
+
+    @app.get("/runs/{run}/{path:path}")
+    def run_file(run: str, path: str) -> Response:
+        run_dir = open_run(run)
+        if isinstance(run_dir, HTMLResponse):
+            return run_dir
+        try:
+            real = inside(run_dir, path)
+        except Refused as exc:
+            return message(403, "Refused", str(exc))
+        except OSError:
+            return message(404, "Not found", f"{run}/{path}: no such file")
+        if real.is_dir():
+            rel = real.relative_to(run_dir).as_posix() if real != run_dir else ""
+            index = cached_units(run_dir)
+            named = index.named_by(rel)
+            if named is not None:
+                # A report's link to a run record (or to the try directory holding it) opens the trajectory.
+                return RedirectResponse(unit_url(run, named), status_code=303)
+            return page("directory.html.j2", run=run, rel=rel, entries=list_dir(real), units=index.under(rel))
+        if not real.is_file():
+            return message(404, "Not found", f"{run}/{path}: not a regular file")
+        return FileResponse(real, media_type=media_type(run_dir, real))
+
+    return app
+
+
+def _sorted(index: RunUnits) -> list[Unit]:
+    """Failures first (fail, error), then passes, then skips; latest tries before earlier ones."""
+    order = {"fail": 0, "error": 1, "pass": 2, "skipped": 3}
+    return sorted(index.units, key=lambda u: (not u.latest, order[u.verdict]))

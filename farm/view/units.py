@@ -1,0 +1,164 @@
+"""A run's units as the viewer names them: one per attempt in records.jsonl, each with the run record it kept.
+
+A unit's key is its URL segment (`/runs/<run>/units/<key>`): readable (`task.device[.i<instance>][.r<repeat>]
+.a<attempt>`), made of safe characters, and unique in the run (a key that two attempts would share gets a
+`-2`, `-3`… in file order; records are append-only, so keys never move).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from farm.errors import FarmError
+from farm.results.headline import initial_passed, latest_attempts
+from farm.results.record import Record
+from farm.results.store import RECORDS_FILE, ReadProblems, iter_records
+from farm.view.files import Refused, exists, inside
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class Unit(BaseModel):
+    """One attempt of a run, as the viewer lists and opens it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    """URL segment naming this attempt in its run."""
+    record: Record
+    """The attempt's record (the later line wins when an attempt was written twice)."""
+    evidence: str | None = None
+    """The record's run record (`…/<id>/run`, relative to the run directory) when it is a directory inside the
+    run; null when none was kept or the record names a path the viewer will not open."""
+    evidence_note: str | None = None
+    """Why a named run record cannot be opened (missing, or outside the run directory)."""
+    latest: bool = True
+    """False for an earlier try of a unit that was tried again (the headline counts the latest try only)."""
+
+    @property
+    def verdict(self) -> str:
+        """pass, fail, error or skipped, as the headline counts it (before human re-judgement)."""
+        rec = self.record
+        if rec.outcome in ("skipped", "error"):
+            return rec.outcome
+        return "pass" if initial_passed(rec) else "fail"
+
+
+class RunUnits(BaseModel):
+    """Every unit of a run and what could not be read."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    units: list[Unit] = Field(default_factory=list)
+    """In records.jsonl order."""
+    problems: list[str] = Field(default_factory=list)
+    """Record lines skipped (torn, corrupt) or a records file that could not be read, each on one line."""
+
+    def get(self, key: str) -> Unit | None:
+        """The unit with this key, if any."""
+        return next((u for u in self.units if u.key == key), None)
+
+    def under(self, rel: str) -> list[Unit]:
+        """Units whose run record is `rel`, lies under it (a try directory), or holds it (a file of the record)."""
+        rel = rel.strip("/")
+        out = []
+        for unit in self.units:
+            ev = unit.evidence
+            if ev is None:
+                continue
+            if rel and (rel == ev or ev.startswith(f"{rel}/") or rel.startswith(f"{ev}/")):
+                out.append(unit)
+        return out
+
+
+    def named_by(self, rel: str) -> Unit | None:
+        """The one unit a link to directory `rel` means: its run record, or the task or try directory at most
+        two levels above it (`<try>/<id>/run`), when no other unit's run record is there too."""
+        rel = rel.strip("/")
+        units = self.under(rel)
+        if len(units) != 1 or units[0].evidence is None:
+            return None
+        below = units[0].evidence[len(rel):].strip("/").split("/") if rel != units[0].evidence else []
+        return units[0] if len(below) <= 2 else None
+
+
+def unit_key(record: Record) -> str:
+    """The readable part of a unit's key (before any `-N` that makes it unique)."""
+    parts = [record.task_id, record.device]
+    if record.instance:
+        parts.append(f"i{record.instance}")
+    if record.repeat > 1:
+        parts.append(f"r{record.repeat}")
+    parts.append(f"a{record.attempt}")
+    return _UNSAFE.sub("_", ".".join(parts)).strip("._") or "unit"
+
+
+def read_records(run_dir: Path) -> tuple[list[Record], list[str]]:
+    """The run's records (an attempt written twice once, the later line) and the lines that were skipped."""
+    problems = ReadProblems()
+    path = run_dir / RECORDS_FILE
+    if not exists(path):
+        return [], []
+    try:
+        records = list(iter_records(path, problems))
+    except FarmError as exc:
+        return [], [exc.line()]
+    by_attempt: dict[tuple[str, str, str, str, str, int, int], Record] = {}
+    for rec in records:
+        by_attempt.pop(rec.attempt_key(), None)  # the later line wins, in its own place
+        by_attempt[rec.attempt_key()] = rec
+    return list(by_attempt.values()), [*problems.torn, *problems.corrupt]
+
+
+def _evidence(run_dir: Path, record: Record) -> tuple[str | None, str | None]:
+    if not record.evidence:
+        return None, None
+    try:
+        path = inside(run_dir, record.evidence)
+    except Refused:
+        return None, f"{record.evidence}: outside the run directory, not opened"
+    except OSError:
+        return None, f"{record.evidence}: not in the run directory"
+    if not path.is_dir():
+        return None, f"{record.evidence}: not a directory"
+    return record.evidence.strip("/"), None
+
+
+def load_units(run_dir: Path) -> RunUnits:
+    """Every attempt of the run with its key and run record (see the module docstring)."""
+    records, problems = read_records(run_dir)
+    latest = {id(r) for r in latest_attempts(records)}
+    seen: dict[str, int] = {}
+    units = []
+    for rec in records:
+        base = unit_key(rec)
+        seen[base] = seen.get(base, 0) + 1
+        key = base if seen[base] == 1 else f"{base}-{seen[base]}"
+        evidence, note = _evidence(run_dir, rec)
+        units.append(Unit(key=key, record=rec, evidence=evidence, evidence_note=note, latest=id(rec) in latest))
+    return RunUnits(units=units, problems=problems)
+
+
+_CACHE: dict[Path, tuple[tuple[int, int], RunUnits]] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def cached_units(run_dir: Path) -> RunUnits:
+    """`load_units`, read again only when records.jsonl changed (size or modification time)."""
+    try:
+        st = (run_dir / RECORDS_FILE).stat()
+        stamp = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        return load_units(run_dir)
+    with _CACHE_LOCK:
+        hit = _CACHE.get(run_dir)
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    units = load_units(run_dir)
+    with _CACHE_LOCK:
+        _CACHE[run_dir] = (stamp, units)
+    return units

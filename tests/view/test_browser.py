@@ -1,0 +1,113 @@
+"""The viewer in real Chromium, on a real host-executor run of the virtual phone: the run list, the run's
+report, a failed unit's trajectory stepped through, at 1400 px and 480 px, offline."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import Browser, Page
+
+from farm.android.lane import run, run_request
+from farm.android.options import AgentOptions, HostSettings
+from farm.view.server import ViewServer
+from host_agent.scripted import DEFAULT_SCRIPTS
+
+RUN = "r-view"
+WRONG_MULTIPLY = """steps:
+  - launch: {capability: calculator}
+  - tap: "1"
+  - tap: "2"
+  - tap: "3"
+  - tap: "×"
+  - tap: "4"
+  - tap: "5"
+  - tap: "6"
+  - tap: "="
+  - answer: "123×456 = 56086"
+"""
+
+
+def _host_run(sim: Any, tmp_path: Path) -> Path:
+    """`farm run --executor host --policy scripted` on the calculator tasks: multiply answers wrong (a failure),
+    divide passes, make-call has no script (skipped)."""
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    (scripts / "calculator-multiply.yaml").write_text(WRONG_MULTIPLY, encoding="utf-8")
+    shutil.copy(DEFAULT_SCRIPTS / "calculator-divide.yaml", scripts)
+    req = run_request(agent=AgentOptions(split="tune", set_prefix="calculator-"), serials=[sim.serial],
+                      executor="host", host=HostSettings(policy="scripted", scripts_dir=scripts),
+                      runs_dir=tmp_path / "runs", show_progress=False, run_id=RUN)
+    result = run(req)
+    verdicts = {r.task_id: (r.outcome, r.passed) for r in result.phones[0].records}
+    assert verdicts["calculator-multiply"] == ("failed", False) and verdicts["calculator-divide"] == ("succeeded", True)
+    assert (result.run_dir / "report.html").is_file()
+    return tmp_path / "runs"
+
+
+def _fits(page: Page, what: str) -> None:
+    width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert width[0] <= width[1], f"{what}: {width[0]} px wide in a {width[1]} px viewport"
+
+
+def _walk(browser: Browser, base: str, width: int, shots: Path) -> None:
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    requested: list[str] = []
+    try:
+        page = context.new_page()
+        page.on("request", lambda request: requested.append(request.url))
+        page.goto(base)
+        page.get_by_role("link", name=RUN, exact=True).click()
+        page.wait_for_url(f"{base}runs/{RUN}/")
+        page.screenshot(path=str(shots / f"report-{width}.png"), full_page=True)
+        page.goto(base)
+        assert "%" in page.locator("table.runs").inner_text()
+        _fits(page, f"run list at {width} px")
+        page.screenshot(path=str(shots / f"runs-{width}.png"), full_page=True)
+        # The report's evidence link of the failed unit is relative to the report; the viewer opens the trajectory.
+        page.goto(f"{base}runs/{RUN}/")
+        page.locator('a[href*="calculator-multiply"]').first.click()
+        page.wait_for_url("**/units/calculator-multiply.*")
+        assert page.locator("h1").inner_text().startswith("calculator-multiply")
+        assert page.locator("h1 .badge").inner_text() == "fail"
+        steps = page.locator("section.step").count()
+        assert steps == 10
+        page.goto(page.url.split("#")[0] + "#step-1")
+        for n in range(1, steps + 1):
+            section = page.locator(f"#step-{n}")
+            section.scroll_into_view_if_needed()
+            page.wait_for_function(f"() => {{ const i = document.querySelector('#step-{n} .shot img');"
+                                   " return i !== null && i.complete && i.naturalWidth > 0; }")
+            screen = section.locator("pre.obs")
+            assert screen.is_visible() and "[1]" in screen.inner_text()
+            if n == 1:
+                assert '"Calculator"' in screen.inner_text()
+                page.screenshot(path=str(shots / f"unit-step1-{width}.png"))
+            if n < steps:
+                section.locator("a[rel=next]").click()
+                page.wait_for_url(f"**#step-{n + 1}")
+        assert "56086" in page.locator("#step-10 pre.call").inner_text()
+        checks = page.locator("table.checks").inner_text()
+        assert "answer_regex" in checks and "no" in checks
+        _fits(page, f"unit page at {width} px")
+        page.screenshot(path=str(shots / f"unit-{width}.png"), full_page=True)
+        page.goto(f"{base}runs/{RUN}/units/")
+        _fits(page, f"units at {width} px")
+    finally:
+        context.close()
+    foreign = [url for url in requested if not url.startswith(base)]
+    assert requested and foreign == [], foreign
+
+
+def test_the_viewer_in_chromium_opens_a_failed_unit_and_steps_through_it(
+    virtual_phone: Any, chromium_browser: Browser, tmp_path: Path
+) -> None:
+    runs = _host_run(virtual_phone, tmp_path)
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    with ViewServer(runs, port=0) as server:
+        for width in (1400, 480):
+            _walk(chromium_browser, server.url, width, shots)
+    assert sorted(p.name for p in shots.iterdir()) == sorted(
+        f"{kind}-{w}.png" for kind in ("report", "runs", "unit-step1", "unit") for w in (1400, 480))
