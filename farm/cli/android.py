@@ -119,14 +119,12 @@ def run(
                             scripts_dir=scripts_dir)
     af.check_adb_port()
     af.check_runs_dir(runs_dir, config)
-    selection = sel.task_selection(sets or [], keyword, exclude or [], only_failed_from,
-                                   af.runs_root(runs_dir, config))
-    if sel.nothing_failed(selection):
+    chosen = sel.for_run(agent, sets=sets, keyword=keyword, exclude=exclude, only_failed_from=only_failed_from,
+                         runs_dir=runs_dir, tasks_dir=tasks_dir, config=config, resume=resume,
+                         allow_irreversible=allow_irreversible, yes=yes)
+    if chosen is None:
         return
-    if resume is None:
-        sel.preview(af.tasks_root(tasks_dir, config), agent.split, selection, allow_irreversible=allow_irreversible,
-                    yes=yes)
-    agent, request_selection = af.with_selection(agent, selection)
+    agent, request_selection = chosen
     from farm.android.lane import run as run_lane
     from farm.android.lane import run_request
 

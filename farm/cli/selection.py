@@ -12,6 +12,7 @@ import typer
 from farm.errors import FarmError
 
 if TYPE_CHECKING:
+    from farm.android.options import AgentOptions
     from farm.taskset.loader import LoadedTask, SplitChoice
     from farm.taskset.select import TaskSelection
 
@@ -96,6 +97,24 @@ def preview(
                         hint="see `farm tasks list` with the same flags")
     if allow_irreversible:
         confirm_irreversible(chosen.tasks, yes=yes)
+
+
+def for_run(
+    agent: AgentOptions, *, sets: list[str] | None, keyword: str | None, exclude: list[str] | None,
+    only_failed_from: str | None, runs_dir: Path | None, tasks_dir: Path | None, config: Path | None,
+    resume: str | None, allow_irreversible: bool, yes: bool,
+) -> tuple[AgentOptions, TaskSelection | None] | None:
+    """`farm run` / `farm sweep`: the agent options and request selection the flags ask for, checked and previewed
+    before any phone is reached; None when `--only-failed-from` leaves nothing to run."""
+    from farm.cli import agent_flags as af
+
+    selection = task_selection(sets or [], keyword, exclude or [], only_failed_from, af.runs_root(runs_dir, config))
+    if nothing_failed(selection):
+        return None
+    if resume is None:
+        preview(af.tasks_root(tasks_dir, config), agent.split, selection, allow_irreversible=allow_irreversible,
+                yes=yes)
+    return af.with_selection(agent, selection)
 
 
 def confirm_irreversible(tasks: list[LoadedTask], *, yes: bool) -> None:

@@ -215,7 +215,8 @@ def build_history(
     )
 
 
-def _created(m: Manifest) -> dt.datetime | None:
+def created_time(m: Manifest) -> dt.datetime | None:
+    """The run's creation time (UTC when it names no zone); None when it is not ISO-8601."""
     try:
         when = dt.datetime.fromisoformat(m.created_at)
     except ValueError:
@@ -239,7 +240,7 @@ def select_runs(runs_dir: Path, *, label: str | None, last: int) -> tuple[list[t
         except FarmError as exc:
             warnings.append(f"{exc.line()}; run left out")
             continue
-        when = _created(m)
+        when = created_time(m)
         if label is not None and m.label != label:
             continue
         if when is None:

@@ -19,6 +19,7 @@ from farm.errors import FarmError
 from farm.manifest import Manifest
 from farm.report.model import SinceRow
 from farm.results import duck
+from farm.results.history import PairChange, build_history, created_time, read_night
 
 SELECTION_KEYS = ("split", "set", "executor", "spread", "repeats", "profile", "kind", "backends", "suite")
 """Lane settings that change what a run measures: two runs that differ in one are not comparable."""
@@ -31,20 +32,12 @@ def _selection(m: Manifest) -> list[tuple[str, list[tuple[str, JsonValue]]]]:
                   for lane in m.lanes)
 
 
-def _created(m: Manifest) -> dt.datetime | None:
-    try:
-        when = dt.datetime.fromisoformat(m.created_at)
-    except ValueError:
-        return None
-    return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
-
-
 def previous_comparable(run_dir: Path) -> tuple[Path, Manifest] | None:
     """The newest run under `run_dir`'s parent that is comparable with it and older (None when there is none)."""
     if not manifests.manifest_path(run_dir).is_file():
         return None
     this = manifests.load(run_dir)
-    when = _created(this)
+    when = created_time(this)
     if when is None:
         return None
     tasks = {t.id for t in this.tasks}
@@ -56,7 +49,7 @@ def previous_comparable(run_dir: Path) -> tuple[Path, Manifest] | None:
             other = manifests.load(other_dir)
         except FarmError:
             continue  # a damaged neighbour is that run's problem, not this report's
-        created = _created(other)
+        created = created_time(other)
         if created is None or created >= when or other.label != this.label:
             continue
         if _selection(other) != _selection(this) or (tasks and not tasks & {t.id for t in other.tasks}):
@@ -68,8 +61,6 @@ def previous_comparable(run_dir: Path) -> tuple[Path, Manifest] | None:
 
 def since_previous(run_dir: Path, *, include_holdout: bool = False) -> SinceRow | None:
     """This run against the previous comparable one, counted as `farm history` counts (None when there is none)."""
-    from farm.results.history import PairChange, build_history, read_night
-
     found = previous_comparable(run_dir)
     if found is None:
         return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import pty
+import select
 import sys
 
 import pytest
@@ -33,7 +34,11 @@ def test_bars_draw_on_stderr_at_a_terminal_and_never_on_stdout(monkeypatch: pyte
         phone.task_finished("calc-add", "passed")
         bars.stop()
         terminal.flush()
-        drawn = os.read(master, 65536).decode("utf-8", "replace")
+        # A pty hands over what was written in pieces: read until it has been quiet for a moment.
+        chunks = []
+        while select.select([master], [], [], 0.5)[0]:
+            chunks.append(os.read(master, 65536))
+        drawn = b"".join(chunks).decode("utf-8", "replace")
     finally:
         terminal.close()
         os.close(master)

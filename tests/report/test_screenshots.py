@@ -13,8 +13,6 @@ from playwright.sync_api import Browser, Page, Route
 
 from farm.report.build import build_reports
 from tests.helpers.records import busy_records, write_run
-from web_bench.browser import driver
-from web_bench.browser.chromium import CHROMIUM_ARGS, find_chromium
 
 PHONES = [(f"SER{i:02d}", "Xiaomi 红米 Note 13 Pro+ 5G" if i % 2 else "Pixel 8") for i in range(12)]
 TASKS = ["计算器-加法", "短信-发送给文件传输助手", "sys-version", "x" * 90, "notes-new",
@@ -50,25 +48,13 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"run": build_reports([a])[1], "comparison": build_reports([a, b])[1]}
 
 
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Browser]:
-    """The machine's Chromium, headless, for the module."""
-    playwright = driver.acquire()
-    try:
-        browser = playwright.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS, headless=True)
-        yield browser
-        browser.close()
-    finally:
-        driver.release()
-
-
 @pytest.fixture
-def opened(chromium: Browser) -> Iterator[Any]:
+def opened(chromium_browser: Browser) -> Iterator[Any]:
     """`open(path, width)` → (page, requests that were refused): everything but the file itself is aborted."""
     contexts = []
 
     def open_(path: Path, width: int) -> tuple[Page, list[str]]:
-        context = chromium.new_context(viewport={"width": width, "height": 900})
+        context = chromium_browser.new_context(viewport={"width": width, "height": 900})
         contexts.append(context)
         refused: list[str] = []
 
