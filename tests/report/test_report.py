@@ -53,6 +53,17 @@ def test_rates_skips_and_holdout(tmp_path: Path) -> None:
     assert d.markers[0].markers == ["AF-run-w"]
 
 
+def test_the_reports_name_hidden_holdout_tasks_only_when_there_are_some(tmp_path: Path) -> None:
+    from farm.report.markdown import render_markdown
+    from farm.report.writers import render_html
+
+    hidden = aggregate([_run(tmp_path)]).data
+    assert "1 holdout tasks (1 attempts) not shown" in render_markdown(hidden)
+    assert "1 holdout tasks (1 attempts) not shown" in render_html(hidden)
+    none = aggregate([write_run(tmp_path, "r2", [record("a", run="r2", device="SER-A")], [("SER-A", "Pixel 8")])]).data
+    assert "holdout" not in render_markdown(none).lower() and "holdout pool" not in render_html(none).lower()
+
+
 def test_holdout_shown_on_request(tmp_path: Path) -> None:
     d = aggregate([_run(tmp_path)], include_holdout=True).data
     assert d.overall.attempted == 7 and d.hidden_holdout_tasks == 0
