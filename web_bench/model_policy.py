@@ -34,13 +34,13 @@ class ModelPolicy:
                 return PolicyResult(status="timeout", error="time limit reached")
             turn.event("model/request")
             try:
-                reply = self.client.complete(messages, tools)
+                # Streamed so ttftMs is the first non-empty delta (seed 001), not the first whole reply.
+                reply = self.client.complete(messages, tools, stream=True, on_first_delta=turn.model_delta)
             except ModelCallError as exc:
                 turn.event("model/error")
                 # Retries exhausted or a refused request: the model service failed, not the agent.
                 return PolicyResult(status="error", error=exc.line(), infrastructure=True)
-            has_output = bool(reply.text and reply.text.strip()) or bool(reply.tool_calls)
-            turn.model_reply(reply.usage, reply.cost_usd, has_output)
+            turn.model_reply(reply.usage, reply.cost_usd)
             messages.append(reply.as_message())
             if not reply.tool_calls:
                 turn.event("assistant/text")

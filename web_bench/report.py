@@ -49,13 +49,17 @@ def _backend_stats(runs: list[WebRun]) -> BackendStats:
     completions = sorted(r.timings.completion_ms for r in wins)
     reached = [r.timings.state_reached_ms for r in wins if r.timings.state_reached_ms is not None]
     ttft = [r.timings.ttft_ms for r in wins if r.timings.ttft_ms is not None]
+    tool_wall = sorted(r.timings.tool_wall_ms for r in wins)
     return BackendStats(
         runs=len(runs), successes=len(wins), success_rate=len(wins) / len(runs) if runs else None,
         success_rate_ci95=wilson(len(wins), len(runs)).interval,
         infrastructure_errors=sum(1 for r in runs if r.infrastructure_error),
         p50_completion_ms=nearest_rank(completions, 50),
         p90_completion_ms=nearest_rank(completions, 90, min_samples=P90_MIN_SAMPLES),
-        p50_state_reached_ms=nearest_rank(reached, 50), p50_ttft_ms=nearest_rank(ttft, 50),
+        p50_state_reached_ms=nearest_rank(reached, 50),
+        p50_tool_wall_ms=nearest_rank(tool_wall, 50),
+        p90_tool_wall_ms=nearest_rank(tool_wall, 90, min_samples=P90_MIN_SAMPLES),
+        p50_ttft_ms=nearest_rank(ttft, 50),
         failure_penalty_mean_ms=sum(_penalised(r) for r in runs) / len(runs) if runs else None,
         tokens=_token_totals(runs), success_completions_ms=completions,
         simulated_runs=sum(1 for r in runs if r.simulated_device),
@@ -163,12 +167,17 @@ def report_file(path: Path) -> WebReport:
 _UNKNOWN = "—"
 BACKEND_DESCRIPTIONS: dict[str, str] = {
     "playwright": "Playwright driving this machine's Chromium",
+    "extension": "a Manifest V3 extension in this machine's Chromium, with its own snapshot, element refs and "
+                 "in-page actions, reached over a loopback WebSocket bridge",
     "android-chrome": "Chrome on an Android phone, over its DevTools socket forwarded by adb",
 }
 """What each backend is, in words (a backend the harness does not know is shown by its name alone)."""
 CAVEAT = (
-    "This compares whole browser backends end to end: the page representation, element refs and action execution "
-    "differ and are part of what is measured, so a speed ratio is not the transport's own overhead. Model-side "
+    "This compares whole browser backends end to end, not a transport micro-benchmark: the model-visible browser_* "
+    "tool contract is the same, but the page snapshot's shape, the element refs and how actions are executed "
+    "differ between backends (the extension backend walks the DOM and acts inside the page; Playwright uses its "
+    "own snapshot and input pipeline). Those differences change model calls, tokens and success, and are part of "
+    "what is measured, so a speed ratio is not the transport's (or the extension's) own overhead. Model-side "
     "latency is not isolated by the local runner. Read the success rates, the pair table, the failure-penalty "
     "ratio, the order sensitivity and the intervals together — never one P50 alone."
 )
@@ -223,6 +232,9 @@ def reading_notes(rep: WebReport) -> list[str]:
         f"Success rates come first. Latency is taken over successful runs only (nearest rank); P90 only from "
         f"{P90_MIN_SAMPLES} successes, fewer would give false precision.",
         "Failure penalty: every failed run counts as 2 × its timeout, so failing fast does not look fast.",
+        "Completion runs from just before the prompt is sent to the turn's end; state reached is the first time the "
+        "site's state API showed the goal (50 ms polling); tool wall is the time spent inside browser_* tools; "
+        "TTFT is the time to the first non-empty streamed model delta (unknown for runs without a model).",
     ]
     if rep.backend_b:
         notes.append("Ratios are B/A over pairs (one task, seed and trial on both backends), with paired-bootstrap "
@@ -243,16 +255,18 @@ def _success(items: list[tuple[str, BackendStats]]) -> SectionTable:
     return SectionTable(title="Success", header=header, rows=rows, numeric=[1, 2, 3, 5])
 
 
-def _latency(items: list[tuple[str, BackendStats]]) -> SectionTable:
-    def p90(s: BackendStats) -> str:
-        few = s.p90_completion_ms is None and s.successes > 0
-        return f"— (fewer than {P90_MIN_SAMPLES} successes)" if few else _ms(s.p90_completion_ms)
+def _p90(value: float | None, samples: int) -> str:
+    few = value is None and samples > 0
+    return f"— (fewer than {P90_MIN_SAMPLES} successes)" if few else _ms(value)
 
-    rows = [[name, str(s.successes), _ms(s.p50_completion_ms), p90(s), _ms(s.p50_state_reached_ms),
+
+def _latency(items: list[tuple[str, BackendStats]]) -> SectionTable:
+    rows = [[name, str(s.successes), _ms(s.p50_completion_ms), _p90(s.p90_completion_ms, s.successes),
+             _ms(s.p50_state_reached_ms), _ms(s.p50_tool_wall_ms), _p90(s.p90_tool_wall_ms, s.successes),
              _ms(s.p50_ttft_ms), _ms(s.failure_penalty_mean_ms)] for name, s in items]
-    header = ["backend", "successes", "P50 completion", "P90 completion", "P50 state reached", "P50 TTFT",
-              "failure-penalty mean"]
-    return SectionTable(title="Latency (successful runs only, ms)", header=header, rows=rows, numeric=list(range(1, 7)))
+    header = ["backend", "successes", "P50 completion", "P90 completion", "P50 state reached", "P50 tool wall",
+              "P90 tool wall", "P50 TTFT", "failure-penalty mean"]
+    return SectionTable(title="Latency (successful runs only, ms)", header=header, rows=rows, numeric=list(range(1, 9)))
 
 
 def _pairs(rep: WebReport) -> list[SectionTable]:

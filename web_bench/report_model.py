@@ -44,8 +44,12 @@ class BackendStats(CamelModel):
     """P90 over successes; null below 10 successes."""
     p50_state_reached_ms: float | None
     """Median time to the goal state over successful write runs."""
+    p50_tool_wall_ms: float | None = None
+    """Median of toolWallMs (time spent inside browser tools) over successes."""
+    p90_tool_wall_ms: float | None = None
+    """P90 of toolWallMs over successes; null below 10 successes."""
     p50_ttft_ms: float | None
-    """Median time to first model output over successes."""
+    """Median time to the first non-empty streamed model delta over successes (runs with a model)."""
     failure_penalty_mean_ms: float | None
     """Mean completion time over all runs with every failure counted as 2 × timeout."""
     tokens: TokenTotals

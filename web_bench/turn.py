@@ -62,12 +62,15 @@ class Turn:
         self.event("tool/error" if result.is_error else "tool/result")
         return result
 
-    def model_reply(self, usage: Tokens, cost_usd: float | None, has_output: bool) -> None:
+    def model_delta(self) -> None:
+        """A model reply's first non-empty streamed delta arrived; the turn's first one is its ttftMs."""
+        if self.first_output_ms is None:
+            self.first_output_ms = self.elapsed_ms()
+
+    def model_reply(self, usage: Tokens, cost_usd: float | None) -> None:
         """Account one model response (tokens summed over steps; unknown tokens and cost stay unknown)."""
         self.model_calls += 1
         self.event("model/response")
-        if has_output and self.first_output_ms is None:
-            self.first_output_ms = self.elapsed_ms()
         # A reply without usage makes the turn's total unknown; it is never summed as 0.
         self.tokens = usage if self.model_calls == 1 else self.tokens.plus(usage)
         if cost_usd is None:

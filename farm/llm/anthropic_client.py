@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import anthropic
@@ -12,7 +13,7 @@ import anthropic
 from farm.errors import FarmError
 from farm.llm.client import ModelClient, ProviderReply
 from farm.llm.config import LLMConfig
-from farm.llm.retry import BadResponse, Failure, classify_sdk_error
+from farm.llm.retry import BadResponse, Failure, StreamCut, classify_sdk_error, guarded_stream
 from farm.llm.types import Message, StopKind, ThinkingBlock, ToolCall, ToolSpec, image_media_type
 from farm.results.record import Tokens
 
@@ -134,9 +135,12 @@ class AnthropicModelClient(ModelClient):
             timeout_error=anthropic.APITimeoutError,
             connection_error=anthropic.APIConnectionError,
             validation_error=anthropic.APIResponseValidationError,
+            api_error=anthropic.APIError,
         )
 
-    def _send(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ProviderReply:
+    def _send(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], on_delta: Callable[[], None] | None = None,
+    ) -> ProviderReply:
         cfg = self.config
         system, converted = to_anthropic_messages(messages)
         if not converted:
@@ -161,10 +165,13 @@ class AnthropicModelClient(ModelClient):
             # Not a named argument of this SDK's create(); sent as-is. The API refuses it with thinking.
             kwargs["extra_body"] = {"temperature": cfg.temperature}
         try:
-            resp = self._sdk.messages.create(**kwargs)
+            if on_delta is None:
+                return parse_anthropic_response(self._sdk.messages.create(**kwargs))
+            # The raw event stream rather than messages.stream(): its accumulator parses tool input as
+            # JSON as it goes and fails on a malformed call, which the non-streamed path keeps verbatim.
+            return read_anthropic_stream(self._sdk.messages.create(**kwargs, stream=True), on_delta)
         except json.JSONDecodeError as exc:
             raise BadResponse(f"response body is not JSON ({exc.msg})") from None
-        return parse_anthropic_response(resp)
 
 
 def parse_anthropic_response(resp: Any) -> ProviderReply:
@@ -197,3 +204,91 @@ def parse_anthropic_response(resp: Any) -> ProviderReply:
         model=getattr(resp, "model", None),
         thinking=thinking,
     )
+
+
+_USAGE_FIELDS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens")
+
+
+def _tool_arguments(raw: str, start_input: Any) -> str:
+    """A streamed tool input as the non-streamed path renders it: JSON objects re-serialised, anything
+    else (malformed on purpose or by accident) kept verbatim."""
+    if not raw:
+        return json.dumps(start_input if start_input is not None else {}, ensure_ascii=False)
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else raw
+
+
+def read_anthropic_stream(events: Iterable[Any], on_delta: Callable[[], None]) -> ProviderReply:
+    """Raw message stream events -> the ProviderReply `parse_anthropic_response` gives for the same message.
+
+    `on_delta()` is called on each non-empty text, thinking or tool-input delta and on each tool call's
+    start (its name is output too); a stream without `message_stop` was cut (StreamCut).
+    """
+    blocks: dict[int, dict[str, Any]] = {}
+    usage: dict[str, Any] = {}
+    model: str | None = None
+    stop_reason: str | None = None
+    ended = False
+    for event in guarded_stream(events):
+        kind = getattr(event, "type", None)
+        if kind == "message_start":
+            model = getattr(event.message, "model", None)
+            start_usage = getattr(event.message, "usage", None)
+            if start_usage is not None:
+                usage = {k: getattr(start_usage, k, None) for k in _USAGE_FIELDS}
+        elif kind == "content_block_start":
+            block = event.content_block
+            blocks[event.index] = {
+                "type": block.type, "parts": [getattr(block, "text", None) or getattr(block, "thinking", None) or ""],
+                "signature": getattr(block, "signature", None) or None, "data": getattr(block, "data", None),
+                "id": getattr(block, "id", None), "name": getattr(block, "name", None),
+                "input": getattr(block, "input", None), "json": [],
+            }
+            if block.type == "tool_use" or blocks[event.index]["parts"][0]:
+                on_delta()
+        elif kind == "content_block_delta":
+            if event.index not in blocks:
+                raise BadResponse(f"stream delta for content block {event.index} that never started")
+            open_block, delta = blocks[event.index], event.delta
+            piece = ""
+            if delta.type in ("text_delta", "thinking_delta"):
+                piece = delta.text if delta.type == "text_delta" else delta.thinking
+                open_block["parts"].append(piece)
+            elif delta.type == "input_json_delta":
+                piece = delta.partial_json
+                open_block["json"].append(piece)
+            elif delta.type == "signature_delta":
+                open_block["signature"] = delta.signature
+            if piece:
+                on_delta()
+        elif kind == "message_delta":
+            stop_reason = getattr(event.delta, "stop_reason", None) or stop_reason
+            later = getattr(event, "usage", None)
+            # Counts on message_delta are cumulative totals; absent ones keep message_start's value.
+            for key in _USAGE_FIELDS if later is not None else ():
+                if getattr(later, key, None) is not None:
+                    usage[key] = getattr(later, key)
+        elif kind == "message_stop":
+            ended = True
+    if not ended:
+        raise StreamCut("the stream ended before message_stop")
+    content: list[Any] = []
+    for _, b in sorted(blocks.items()):
+        text = "".join(b["parts"])
+        if b["type"] == "text":
+            content.append(SimpleNamespace(type="text", text=text))
+        elif b["type"] == "thinking":
+            content.append(SimpleNamespace(type="thinking", thinking=text, signature=b["signature"]))
+        elif b["type"] == "redacted_thinking":
+            content.append(SimpleNamespace(type="redacted_thinking", data=b["data"]))
+        elif b["type"] == "tool_use":
+            arguments = _tool_arguments("".join(b["json"]), b["input"])
+            content.append(SimpleNamespace(type="tool_use", id=b["id"], name=b["name"], input=arguments))
+    message = SimpleNamespace(
+        type="message", content=content, stop_reason=stop_reason, model=model,
+        usage=SimpleNamespace(**usage) if usage else None,
+    )
+    return parse_anthropic_response(message)

@@ -88,8 +88,15 @@ class ModelClient(ABC):
         self._secret = ""  # set by subclasses; used only to scrub error text
 
     @abstractmethod
-    def _send(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ProviderReply:
-        """One request, no retries. SDK errors propagate; `_classify` maps them."""
+    def _send(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], on_delta: Callable[[], None] | None = None,
+    ) -> ProviderReply:
+        """One request, no retries. SDK errors propagate; `_classify` maps them.
+
+        With `on_delta` the reply is streamed and `on_delta()` is called on every non-empty delta (text,
+        reasoning, a tool call's name or argument fragment); a stream that ends before the provider's end
+        event raises `StreamCut`, so a cut reply is a transport failure like any other.
+        """
 
     @abstractmethod
     def _classify(self, exc: Exception) -> Failure | None:
@@ -125,18 +132,36 @@ class ModelClient(ABC):
             raise FarmError(f"{where}: the endpoint does not answer ({self.scrub(failure.detail)})",
                             hint="check --base-url (or FARM_LLM_BASE_URL / farm.yaml llm.base_url) and the network")
 
-    def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> ModelTurn:
-        """Send the conversation, retrying transient failures; raises ModelCallError when it gives up."""
+    def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec] = (),
+        *,
+        stream: bool = False,
+        on_first_delta: Callable[[], None] | None = None,
+    ) -> ModelTurn:
+        """Send the conversation, retrying transient failures; raises ModelCallError when it gives up.
+
+        `stream=True` streams the reply (same ModelTurn as without) and records when its first non-empty
+        delta arrived; `on_first_delta()` is called then, once per call, whichever attempt delivered it.
+        """
         if not messages:
             raise FarmError("llm: complete() needs at least one message")
         cfg = self.config
         log_: list[Attempt] = []
         started = time.monotonic()
+        first_delta_ms: list[float] = []
+
+        def delta() -> None:
+            if not first_delta_ms:
+                first_delta_ms.append(_ms_since(started))
+                if on_first_delta is not None:
+                    on_first_delta()
 
         def attempt() -> ProviderReply:
             began = time.monotonic()
             try:
-                reply = self._send(messages, tools)
+                reply = self._send(messages, tools, delta if stream else None)
             except Exception as exc:  # noqa: BLE001 - SDK errors are classified below
                 failure = self._classify(exc)
                 if failure is None:
@@ -195,6 +220,8 @@ class ModelClient(ABC):
             retry_wait_ms=sum(a.wait_after_ms for a in log_),
             attempts=log_,
             thinking=reply.thinking,
+            streamed=stream,
+            first_delta_ms=first_delta_ms[0] if first_delta_ms else None,
         )
 
     def _error(self, failure: Failure, attempts: list[Attempt]) -> ModelCallError:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import openai
 
 from farm.llm.client import ModelClient, ProviderReply
 from farm.llm.config import LLMConfig
-from farm.llm.retry import BadResponse, Failure, classify_sdk_error
+from farm.llm.retry import BadResponse, Failure, StreamCut, classify_sdk_error, guarded_stream
 from farm.llm.types import Message, StopKind, ToolCall, ToolSpec, image_media_type
 from farm.results.record import Tokens
 
@@ -120,9 +121,12 @@ class OpenAIModelClient(ModelClient):
             timeout_error=openai.APITimeoutError,
             connection_error=openai.APIConnectionError,
             validation_error=openai.APIResponseValidationError,
+            api_error=openai.APIError,
         )
 
-    def _send(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ProviderReply:
+    def _send(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], on_delta: Callable[[], None] | None = None,
+    ) -> ProviderReply:
         cfg = self.config
         kwargs: dict[str, Any] = {
             "model": cfg.model,
@@ -136,10 +140,13 @@ class OpenAIModelClient(ModelClient):
         if cfg.temperature is not None:
             kwargs["temperature"] = cfg.temperature
         try:
-            resp = self._sdk.chat.completions.create(**kwargs)
+            if on_delta is None:
+                return parse_openai_response(self._sdk.chat.completions.create(**kwargs))
+            # Without include_usage a streamed reply carries no token counts at all.
+            chunks = self._sdk.chat.completions.create(**kwargs, stream=True, stream_options={"include_usage": True})
+            return read_openai_stream(chunks, on_delta)
         except json.JSONDecodeError as exc:
             raise BadResponse(f"response body is not JSON ({exc.msg})") from None
-        return parse_openai_response(resp)
 
 
 def parse_openai_response(resp: Any) -> ProviderReply:
@@ -170,4 +177,71 @@ def parse_openai_response(resp: Any) -> ProviderReply:
         raw_stop_reason=choice.finish_reason,
         stop=stop,
         model=getattr(resp, "model", None),
+    )
+
+
+@dataclass
+class _CallParts:
+    """A streamed tool call being assembled from its deltas."""
+
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+def _reasoning_delta(delta: Any) -> bool:
+    # Not in the OpenAI schema, but OpenAI-compatible reasoning servers stream it under one of these names.
+    extra = getattr(delta, "model_extra", None) or {}
+    return any(isinstance(extra.get(k), str) and extra[k] for k in ("reasoning_content", "reasoning"))
+
+
+def read_openai_stream(chunks: Iterable[Any], on_delta: Callable[[], None]) -> ProviderReply:
+    """ChatCompletionChunks (first choice) -> the ProviderReply the non-streamed response gives.
+
+    `on_delta()` is called for each chunk carrying non-empty text, refusal, reasoning, or a tool call's
+    name or argument fragment; a stream without a finish_reason was cut (StreamCut).
+    """
+    text: list[str] = []
+    refusal: list[str] = []
+    calls: dict[int, _CallParts] = {}
+    finish: str | None = None
+    model: str | None = None
+    usage: Any = None
+    for chunk in guarded_stream(chunks):
+        model = getattr(chunk, "model", None) or model
+        if getattr(chunk, "usage", None) is not None:
+            usage = chunk.usage
+        for choice in getattr(chunk, "choices", None) or []:
+            if choice.index != 0 or choice.delta is None:
+                continue
+            delta = choice.delta
+            fresh = _reasoning_delta(delta)
+            if delta.content is not None:
+                text.append(delta.content)
+                fresh = fresh or bool(delta.content)
+            if getattr(delta, "refusal", None):
+                refusal.append(delta.refusal)
+                fresh = True
+            for part in delta.tool_calls or []:
+                call = calls.setdefault(part.index, _CallParts())
+                call.id = part.id or call.id
+                if part.function is not None:
+                    call.name = part.function.name or call.name
+                    call.arguments.append(part.function.arguments or "")
+                    fresh = fresh or bool(part.function.name or part.function.arguments)
+            finish = choice.finish_reason or finish
+            if fresh:
+                on_delta()
+    if finish is None:
+        raise StreamCut("the stream ended without a finish_reason")
+    tool_calls = [
+        ToolCall(id=c.id, name=c.name, arguments_json="".join(c.arguments)) for _, c in sorted(calls.items()) if c.name
+    ]
+    joined = "".join(text)
+    out_text = joined if text and (joined or not tool_calls) else None
+    stop = _STOP.get(finish, "other")
+    if refusal and not out_text:
+        out_text, stop = "".join(refusal), "refusal"
+    return ProviderReply(
+        text=out_text, tool_calls=tool_calls, usage=usage_tokens(usage), raw_stop_reason=finish, stop=stop, model=model,
     )

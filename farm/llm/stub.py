@@ -1,4 +1,5 @@
-"""A loopback model server for tests: OpenAI chat.completions and Anthropic messages, scripted.
+"""A loopback model server for tests: OpenAI chat.completions and Anthropic messages, scripted, whole or
+streamed as server-sent events (`"stream": true`, see stub_sse).
 
     with ModelStub() as stub:
         stub.script([StubReply(tool_calls=[("tap", {"x": 1, "y": 2})]), StubReply(text="done")])
@@ -19,6 +20,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from farm.llm.stub_requests import count_images, tool_results, user_texts
+from farm.llm.stub_sse import anthropic_stream, openai_stream, write_chunked
 from farm.llm.stub_wire import (
     StubProvider,
     StubReply,
@@ -52,50 +55,7 @@ class StubRequest:
 
     def image_count(self) -> int:
         """Number of images anywhere in the conversation (image parts, tool results included)."""
-        return _count_images(self.body.get("messages", []))
-
-
-def _count_images(node: Any) -> int:
-    if isinstance(node, list):
-        return sum(_count_images(item) for item in node)
-    if isinstance(node, dict):
-        own = 1 if node.get("type") in ("image", "image_url") else 0
-        return own + sum(_count_images(v) for k, v in node.items() if k in ("content", "messages"))
-    return 0
-
-
-def _joined_text(blocks: Any) -> str:
-    if isinstance(blocks, str):
-        return blocks
-    if not isinstance(blocks, list):
-        return ""
-    return "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
-
-
-def tool_results(body: dict[str, Any]) -> list[str]:
-    """Tool-result texts of a request body of either API, in order (for responders and assertions)."""
-    out: list[str] = []
-    for msg in body.get("messages", []):
-        if msg.get("role") == "tool":
-            out.append(_joined_text(msg.get("content")))
-        elif isinstance(msg.get("content"), list):
-            out += [_joined_text(b.get("content")) for b in msg["content"] if b.get("type") == "tool_result"]
-    return out
-
-
-def user_texts(body: dict[str, Any]) -> list[str]:
-    """Texts of user messages of a request body of either API (tool results excluded), in order."""
-    out: list[str] = []
-    for msg in body.get("messages", []):
-        if msg.get("role") != "user":
-            continue
-        content = msg.get("content")
-        if isinstance(content, list):
-            content = [b for b in content if b.get("type") == "text"]
-        text = _joined_text(content)
-        if text:
-            out.append(text)
-    return out
+        return count_images(self.body.get("messages", []))
 
 
 Responder = Callable[[dict[str, Any]], StubReply]
@@ -208,6 +168,14 @@ class ModelStub:
         return self.default
 
     # -- rendering -------------------------------------------------------------------------
+    def _render_stream(self, provider: StubProvider, body: dict[str, Any], reply: StubReply) -> list[bytes]:
+        n = next(self._ids)
+        model = str(body.get("model", "stub-model"))
+        if provider == "openai":
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return openai_stream(n, model, reply, include_usage=include_usage)
+        return anthropic_stream(n, model, reply)
+
     def _render(self, provider: StubProvider, body: dict[str, Any], reply: StubReply) -> dict[str, Any]:
         n = next(self._ids)
         model = str(body.get("model", "stub-model"))
@@ -265,9 +233,6 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             self._send(400, error_body(provider, 400, "model stub: request body is not JSON"))
             return
-        if body.get("stream"):
-            self._send(400, error_body(provider, 400, "model stub: streaming is not supported"))
-            return
         request = StubRequest(provider, path, {k.lower(): v for k, v in self.headers.items()}, body)
         reply = self.owner._next_reply(request)
         if reply is None:
@@ -284,8 +249,25 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(reply.status, reply.raw_body, headers, content_type=reply.content_type)
         elif reply.status != 200:
             self._send(reply.status, error_body(provider, reply.status, reply.error_message), headers)
+        elif body.get("stream"):
+            self._stream(self.owner._render_stream(provider, body, reply), reply, headers)
         else:
             self._send(200, self.owner._render(provider, body, reply), headers)
+
+    def _stream(self, frames: list[bytes], reply: StubReply, headers: dict[str, str]) -> None:
+        """Send `frames` as a chunked event stream (see `write_chunked`)."""
+        try:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("transfer-encoding", "chunked")
+            self.send_header("cache-control", "no-cache")
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.end_headers()
+            if not write_chunked(self.wfile, frames, reply, self.owner._stopping):
+                self.close_connection = True
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
 
     def _send(
         self,

@@ -51,6 +51,12 @@ class StubReply:
     """Sent verbatim instead of a rendered response (e.g. an HTML error page from a proxy)."""
     content_type: str = "application/json"
     """Content type of `raw_body`."""
+    chunk_delay_s: float = 0.0
+    """Streamed replies: pause before every server-sent event after the first."""
+    cut_after_events: int | None = None
+    """Streamed replies: hang up mid-body after this many events (a stream cut in the middle)."""
+    empty_first_delta: bool = False
+    """Streamed replies: a text delta with empty text before the real content (it must not count as output)."""
 
     @classmethod
     def rate_limited(cls, retry_after: float | str | None = None) -> StubReply:

@@ -175,6 +175,11 @@ class ModelTurn(BaseModel):
     """Every request made for this turn, in order; the last one succeeded."""
     thinking: list[ThinkingBlock] = Field(default_factory=list)
     """Reasoning blocks to send back with the assistant message (Anthropic)."""
+    streamed: bool = False
+    """Whether the reply was streamed."""
+    first_delta_ms: float | None = None
+    """Streamed calls: time from the call's start to the first non-empty delta (text, reasoning, a tool
+    call's name or arguments), whichever attempt delivered it; null when not streamed or nothing came."""
 
     def as_message(self) -> Message:
         """The assistant message to append to the conversation."""

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
 import pytest
 
 from farm.llm.client import ModelCallError
-from farm.llm.stub import ModelStub, StubReply
+from farm.llm.stub import ModelStub, StubReply, StubUsage
 from farm.llm.types import Message
 from tests.llm.conftest import MakeClient
 
@@ -69,12 +70,55 @@ def test_stop_interrupts_a_slow_reply() -> None:
             http.post(f"{stub.base_url_openai}/chat/completions", json={"model": "m", "messages": []})
 
 
-def test_streaming_requests_are_refused(stub: ModelStub) -> None:
-    response = httpx.post(
-        f"{stub.base_url_openai}/chat/completions", json={"model": "m", "messages": [], "stream": True}, timeout=10
-    )
-    assert response.status_code == 400
-    assert "streaming" in response.json()["error"]["message"]
+def _sse_data(text: str) -> list[str]:
+    return [line.removeprefix("data: ") for line in text.splitlines() if line.startswith("data: ")]
+
+
+def test_openai_stream_is_chunk_objects_then_done(stub: ModelStub) -> None:
+    stub.script([StubReply(text="hello there, streaming", usage=StubUsage(input=4, output=2))])
+    response = httpx.post(f"{stub.base_url_openai}/chat/completions", timeout=10, json={
+        "model": "m", "messages": [], "stream": True, "stream_options": {"include_usage": True}})
+    data = _sse_data(response.text)
+    chunks = [json.loads(d) for d in data[:-1]]
+    assert response.headers["content-type"] == "text/event-stream"
+    assert data[-1] == "[DONE]"
+    assert {c["object"] for c in chunks} == {"chat.completion.chunk"}
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+    assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"]) == (
+        "hello there, streaming")
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["prompt_tokens"] == 4
+    assert chunks[-2]["choices"][0]["finish_reason"] == "stop"
+
+
+def test_openai_stream_has_no_usage_chunk_unless_asked(stub: ModelStub) -> None:
+    stub.script([StubReply(text="hi")])
+    response = httpx.post(f"{stub.base_url_openai}/chat/completions", timeout=10,
+                          json={"model": "m", "messages": [], "stream": True})
+    chunks = [json.loads(d) for d in _sse_data(response.text)[:-1]]
+    assert all(c["choices"] for c in chunks)
+    assert all("usage" not in c for c in chunks)
+
+
+def test_anthropic_stream_follows_the_event_order(stub: ModelStub) -> None:
+    stub.script([StubReply(text="ok", thinking="hmm", tool_calls=[("tap", {"x": 1})])])
+    response = httpx.post(f"{stub.base_url_anthropic}/v1/messages", timeout=10, json={
+        "model": "m", "messages": [], "max_tokens": 10, "stream": True})
+    events = [line.removeprefix("event: ") for line in response.text.splitlines() if line.startswith("event: ")]
+    payloads = [json.loads(d) for d in _sse_data(response.text)]
+    deltas = [p["delta"]["type"] for p in payloads if p["type"] == "content_block_delta"]
+    assert events == [p["type"] for p in payloads]
+    assert events[:2] == ["message_start", "ping"] and events[-2:] == ["message_delta", "message_stop"]
+    assert payloads[0]["message"]["content"] == []
+    assert deltas == ["thinking_delta", "signature_delta", "text_delta", "input_json_delta"]
+    assert events.count("content_block_start") == events.count("content_block_stop") == 3
+    assert payloads[-2]["delta"]["stop_reason"] == "tool_use"
+
+
+def test_a_scripted_cut_leaves_the_stream_unterminated(stub: ModelStub) -> None:
+    stub.script([StubReply(text="abcdefghijklmnopqrstuvwxyz", cut_after_events=2)])
+    with pytest.raises(httpx.RemoteProtocolError):
+        httpx.post(f"{stub.base_url_openai}/chat/completions", timeout=10,
+                   json={"model": "m", "messages": [], "stream": True})
 
 
 def test_responder_can_read_tool_results_of_either_api(stub: ModelStub, client_for: MakeClient) -> None:

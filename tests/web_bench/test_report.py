@@ -11,7 +11,16 @@ from farm.errors import FarmError
 from farm.results.record import Tokens
 from tests.helpers.web import web_run
 from web_bench.records import to_record
-from web_bench.report import WebReport, build_report, report_file, to_markdown
+from web_bench.report import (
+    BACKEND_DESCRIPTIONS,
+    CAVEAT,
+    WebReport,
+    backend_notes,
+    build_report,
+    reading_notes,
+    report_file,
+    to_markdown,
+)
 from web_bench.results import Timings, WebRun, append_run
 
 A, B = "playwright", "android-chrome"
@@ -205,3 +214,55 @@ def test_unversioned_results_are_refused(tmp_path: Path) -> None:
     path.write_text(json.dumps(line) + "\n")
     with pytest.raises(FarmError, match="old.jsonl:1: no benchmarkSuiteVersion"):
         report_file(path)
+
+
+def _walled(seed: int, wall_ms: float, ok: bool = True) -> WebRun:
+    return web_run(seed=seed, success=ok, timings=Timings(completion_ms=wall_ms + 50, tool_wall_ms=wall_ms))
+
+
+def test_tool_wall_median_is_over_successes_only() -> None:
+    runs = [_walled(1, 10), _walled(2, 30), _walled(3, 20), _walled(4, 5, ok=False), _walled(5, 1, ok=False)]
+    backend = build_report(runs, "results.jsonl").backends[A]
+    assert backend.p50_tool_wall_ms == 20  # nearest rank of 10, 20, 30; the failures' 5 and 1 ignored
+    assert backend.p90_tool_wall_ms is None
+
+
+def test_tool_wall_p90_needs_ten_successes() -> None:
+    runs = [_walled(seed, 10.0 * seed) for seed in range(1, 11)]
+    assert build_report(runs, "results.jsonl").backends[A].p90_tool_wall_ms == 90
+    assert build_report(runs[:9], "results.jsonl").backends[A].p90_tool_wall_ms is None
+
+
+def test_tool_wall_sits_beside_completion_and_state_reached_in_the_latency_table() -> None:
+    runs = [web_run(seed=s, timings=Timings(completion_ms=1000.0 * s, state_reached_ms=400.0 * s,
+                                            tool_wall_ms=250.0 * s)) for s in range(1, 4)]
+    header = to_markdown(build_report(runs, "results.jsonl")).split("## Latency", 1)[1].split("\n")[2]
+    (row,) = _table(to_markdown(build_report(runs, "results.jsonl")), "## Latency")
+    cells = dict(zip([c.strip() for c in header.strip("|").split("|")], row, strict=True))
+    assert (cells["P50 completion"], cells["P50 state reached"]) == ("2,000", "800")
+    assert (cells["P50 tool wall"], cells["P90 tool wall"]) == ("500", "— (fewer than 10 successes)")
+
+
+def test_tool_wall_json_key() -> None:
+    data = build_report([_walled(1, 12.5)], "results.jsonl").model_dump(by_alias=True)["backends"][A]
+    assert (data["p50ToolWallMs"], data["p90ToolWallMs"]) == (12.5, None)
+
+
+def test_the_caveat_says_the_backends_differ_beyond_transport() -> None:
+    report = build_report([web_run(seed=1), web_run(seed=1, backend="extension", order_in_pair=2)], "r.jsonl")
+    notes = " ".join(reading_notes(report))
+    assert CAVEAT in reading_notes(report)
+    for words in ("snapshot", "element refs", "actions are executed", "not the transport"):
+        assert words in CAVEAT
+    assert "extension" in CAVEAT and "never one P50 alone" in notes
+
+
+def test_the_extension_backend_is_described_by_name() -> None:
+    report = build_report([web_run(seed=1), web_run(seed=1, backend="extension", order_in_pair=2)], "r.jsonl")
+    (note,) = backend_notes(report)
+    assert note.startswith("Backends: A = playwright (Playwright") and "B = extension (a Manifest V3 extension" in note
+
+
+def test_a_single_backend_is_described_alone() -> None:
+    report = build_report([web_run(seed=1, backend="android-chrome", first_backend="android-chrome")], "r.jsonl")
+    assert backend_notes(report) == [f"Backend: android-chrome ({BACKEND_DESCRIPTIONS['android-chrome']})."]

@@ -9,11 +9,13 @@ local Chromium started with remote debugging, so the same code path runs in CI.
 from __future__ import annotations
 
 import os
+from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import adbutils
 import httpx
-from playwright.sync_api import Browser
+from playwright.sync_api import Browser, BrowserContext
+from playwright.sync_api import Error as PlaywrightError
 
 from farm.errors import FarmError
 from web_bench.browser import driver
@@ -25,6 +27,10 @@ NO_PHONE_HINT = "or run android-chrome on a simulated phone with --virtual-phone
 """How to go on without a phone, on every error that says a phone or its Chrome is not there."""
 PHONE_CHROME_HINT = f"open Chrome on the phone and enable USB debugging, {NO_PHONE_HINT}"
 """The fix when a real phone's Chrome does not answer."""
+Isolation = Literal["browser-context", "site-data-cleared"]
+"""How a session is kept apart from the runs before it: its own CDP browser context (an incognito-like
+profile, disposed when the session closes), or — when Chrome refuses to create one — the phone's default
+profile with everything stored for the task site's origin cleared first."""
 
 
 def pick_device(serial: str | None, adb_port: int | None = None) -> adbutils.AdbDevice:
@@ -68,20 +74,27 @@ def devtools_ws_url(local_port: int, serial: str = "", *, hint: str = PHONE_CHRO
 
 
 class AndroidChromeBackend:
-    """Sessions are new tabs of the phone's Chrome (the site's cookies cleared; the site isolates runs by
-    session id). Closing disconnects and removes the forwards; Chrome itself keeps running."""
+    """Each session is a tab in a browser context of its own (`Target.createBrowserContext`, disposed on
+    close), so cookies, storage and cache never carry from one run to the next and the phone owner's
+    profile is not touched. A Chrome that refuses new contexts gets the site origin's data cleared in its
+    default profile instead (`isolation` says which). Closing disconnects and removes the forwards; Chrome
+    itself keeps running."""
 
     name: BackendName = "android-chrome"
 
     def __init__(
         self, site_port: int, serial: str | None = None, *, adb_port: int | None = None,
-        chrome_hint: str = PHONE_CHROME_HINT,
+        chrome_hint: str = PHONE_CHROME_HINT, browser_contexts: bool = True,
     ) -> None:
         self.device = pick_device(serial, adb_port)
         self.chrome_hint = chrome_hint
         self.serial = self.device.serial or ""
         self.site_port = site_port
         self.local_port = 0
+        self.browser_contexts = browser_contexts
+        """False (or after Chrome refused one) = sessions share the default profile, site data cleared."""
+        self.isolation: Isolation | None = None
+        """How the last session was isolated."""
         self._driver = False
         self._browser: Browser | None = None
 
@@ -112,17 +125,41 @@ class AndroidChromeBackend:
         _ = self.browser
 
     def new_session(self) -> PageSession:
-        """A new tab with a clean cookie jar, sized and localised like the playwright backend."""
+        """A new tab in a fresh browser context, sized and localised like the playwright backend."""
+        context, owned = self._fresh_context()
+        try:
+            page = context.new_page()
+            page.set_viewport_size(VIEWPORT)  # type: ignore[arg-type]
+            cdp = context.new_cdp_session(page)
+            cdp.send("Emulation.setLocaleOverride", {"locale": LOCALE})
+            cdp.send("Emulation.setTimezoneOverride", {"timezoneId": TIMEZONE})
+            if not owned:
+                # Only the task site's data: the default context is the phone owner's profile. (Storage
+                # clearing answers "Internal error" on the browser target; the page's target does it.)
+                context.clear_cookies(domain="127.0.0.1")
+                for host in ("127.0.0.1", "localhost"):
+                    cdp.send("Storage.clearDataForOrigin",
+                             {"origin": f"http://{host}:{self.site_port}", "storageTypes": "all"})
+        except BaseException:
+            if owned:
+                context.close()
+            raise
+        # Closing an owned context disposes it (Target.disposeBrowserContext) with everything the run stored.
+        return PageSession(self.name, page, context.close if owned else page.close)
+
+    def _fresh_context(self) -> tuple[BrowserContext, bool]:
+        """(context, whether this session owns it): a new browser context, else the default one cleaned."""
         browser = self.browser
-        context = browser.contexts[0] if browser.contexts else browser.new_context()
-        # Only the site's cookies: this is the phone owner's browser profile.
-        context.clear_cookies(domain="127.0.0.1")
-        page = context.new_page()
-        page.set_viewport_size(VIEWPORT)  # type: ignore[arg-type]
-        cdp = context.new_cdp_session(page)
-        cdp.send("Emulation.setLocaleOverride", {"locale": LOCALE})
-        cdp.send("Emulation.setTimezoneOverride", {"timezoneId": TIMEZONE})
-        return PageSession(self.name, page, page.close)
+        if self.browser_contexts:
+            try:
+                context = browser.new_context()
+                self.isolation = "browser-context"
+                return context, True
+            except PlaywrightError:
+                # Some Chrome builds answer Target.createBrowserContext with "Not supported".
+                self.browser_contexts = False
+        self.isolation = "site-data-cleared"
+        return (browser.contexts[0] if browser.contexts else browser.new_context()), False
 
     def close(self) -> None:
         """Disconnect and remove the forwards this backend made."""

@@ -1,0 +1,96 @@
+"""The turn's model timing: ttftMs is the first non-empty streamed delta of the turn (seed 001), not the
+first whole reply; model replies without streamed output leave it unset."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+import pytest
+
+from farm.llm.client import make_client
+from farm.llm.config import LLMConfig
+from farm.llm.stub import ModelStub, StubReply, user_texts
+from farm.llm.stub_sse import anthropic_stream, openai_stream
+from farm.results.record import Tokens
+from tests.helpers.web import BackendFactory
+from web_bench.matrix import plan
+from web_bench.model_policy import ModelPolicy
+from web_bench.runner import RunContext, run_matrix
+from web_bench.site.server import SiteServer
+
+DELAY_S = 0.2
+"""Pause between the stub's streamed events."""
+
+
+def _slow_stream_model(served: list[StubReply]) -> Any:
+    """Navigate (streamed slowly: a dozen events or so), then answer; every reply is kept in `served`."""
+
+    def respond(body: dict[str, Any]) -> StubReply:
+        if not served:
+            url = re.search(r"Start at (\S+)", user_texts(body)[0])
+            assert url is not None
+            reply = StubReply(tool_calls=[("browser_navigate", {"url": url.group(1)})], chunk_delay_s=DELAY_S)
+        else:
+            reply = StubReply(text="I could not find it.", chunk_delay_s=DELAY_S)
+        served.append(reply)
+        return reply
+
+    return respond
+
+
+def _pauses(provider: str, reply: StubReply) -> int:
+    if provider == "openai":
+        return len(openai_stream(1, "m", reply, include_usage=True)) - 1
+    return len(anthropic_stream(1, "m", reply)) - 1
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_ttft_is_the_first_streamed_delta_not_the_first_whole_reply(
+    make_backend: BackendFactory, site: SiteServer, provider: Literal["openai", "anthropic"],
+) -> None:
+    served: list[StubReply] = []
+    with ModelStub(responder=_slow_stream_model(served)) as stub:
+        cfg = LLMConfig(provider=provider, model="stub-model", base_url=stub.base_url(provider),
+                        api_key_env="STUB_KEY", max_retries=0)
+        policy = ModelPolicy(make_client(cfg, environ={"STUB_KEY": "k"}))
+        ctx = RunContext(run_id="ttft", site_url=site.base_url, policy=policy, policy_name="model",
+                         timeout_ms=60000)
+        backends = {"playwright": make_backend("playwright")}
+        (run,) = run_matrix(plan(["order_lookup"], [1], 1, ["playwright"]), backends, ctx, lambda _: None)
+    first_reply_ms = _pauses(provider, served[0]) * DELAY_S * 1000
+    ttft = run.timings.ttft_ms
+    assert run.status == "completed", run.error
+    assert ttft is not None
+    # The opening event carries no output, so the first delta is at least one pause in...
+    assert ttft >= DELAY_S * 1000
+    # ...and well before the first whole reply, which is what the old measure gave.
+    assert first_reply_ms >= 8 * DELAY_S * 1000
+    assert ttft < first_reply_ms / 2
+    assert ttft < run.timings.completion_ms
+    assert run.timings.completion_ms >= first_reply_ms
+
+
+class _NoSession:
+    """A turn's session is not touched by its model accounting."""
+
+
+def _turn() -> Any:
+    from web_bench.turn import Turn
+
+    return Turn(_NoSession(), timeout_ms=1000)  # type: ignore[arg-type]
+
+
+def test_a_whole_reply_does_not_set_ttft() -> None:
+    turn = _turn()
+    turn.model_reply(Tokens(input_new=1, output=1), None)
+    assert turn.first_output_ms is None
+
+
+def test_only_the_turns_first_delta_sets_ttft() -> None:
+    turn = _turn()
+    turn.model_delta()
+    first = turn.first_output_ms
+    turn.model_reply(Tokens(), None)
+    turn.model_delta()
+    assert first is not None and turn.first_output_ms == first
