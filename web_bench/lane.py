@@ -76,6 +76,11 @@ def open_backends(
 
                 backend: BrowserBackend = PlaywrightBackend(chromium)
                 stack.callback(backend.close)
+            elif name == "extension":
+                from web_bench.browser.extension_backend import ExtensionBackend
+
+                backend = ExtensionBackend(chromium)
+                stack.callback(backend.close)
             else:
                 from web_bench.browser.android_chrome import AndroidChromeBackend
 

@@ -8,7 +8,7 @@ import re
 from pydantic import BaseModel, ConfigDict
 
 from farm.errors import FarmError
-from web_bench.browser.contract import BACKEND_NAMES, BackendName
+from web_bench.browser.contract import BACKEND_NAMES, DEFAULT_BACKENDS, BackendName
 from web_bench.results import MAX_SEED
 from web_bench.site.catalog import TASK_NAMES
 from web_bench.site.state import TaskName
@@ -81,9 +81,9 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def parse_backends(text: str | None) -> list[BackendName]:
-    """`playwright,android-chrome` → backend names (both when empty)."""
+    """`playwright,extension` → backend names (seed 001's pair, playwright and extension, when empty)."""
     if not text:
-        return list(BACKEND_NAMES)
+        return list(DEFAULT_BACKENDS)
     chosen: list[BackendName] = []
     for raw in text.split(","):
         name = raw.strip()

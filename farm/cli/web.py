@@ -14,10 +14,15 @@ if TYPE_CHECKING:
 
 web_app = typer.Typer(
     name="web",
-    help="Deterministic 127.0.0.1 task site and the paired playwright / android-chrome benchmark.",
+    help="Deterministic 127.0.0.1 task site and the paired playwright / extension / android-chrome benchmark.",
     no_args_is_help=True,
 )
 console = Console(highlight=False, soft_wrap=True)
+
+
+def _default_backends(virtual_phone: bool) -> str:
+    # --virtual-phone asks for android-chrome; without it, seed 001's pair.
+    return "playwright,android-chrome" if virtual_phone else ""
 
 
 @web_app.command("serve")
@@ -44,8 +49,10 @@ def run(
                               help="Web task names, comma-separated (default: all six)."),
     seeds: str = typer.Option("1-5", "--seeds", metavar="SEEDS", help="Seeds, e.g. 1-5 or 1,4,9."),
     trials: int = typer.Option(1, "--trials", metavar="N", help="Trials per (task, seed), 1 or more."),
-    backends: str = typer.Option("playwright,android-chrome", "--backends", metavar="NAMES",
-                                 help="Backends to compare, comma-separated."),
+    backends: str = typer.Option("", "--backends", metavar="NAMES", show_default=False,
+                                 help="Backends to compare, comma-separated: playwright, extension, android-chrome "
+                                      "(default playwright,extension; playwright,android-chrome with "
+                                      "--virtual-phone)."),
     timeout_ms: int = typer.Option(120000, "--timeout-ms", metavar="MS", help="Time limit per run, 1 to 86400000 ms."),
     policy: str = typer.Option("model", "--policy", metavar="model|scripted", help="A model, or no model."),
     provider: str | None = typer.Option(None, "--provider", metavar="openai|anthropic",
@@ -92,7 +99,7 @@ def run(
         check_name(run_id, run_flag)
     task_list = parse_tasks(tasks)
     seed_list = parse_seeds(seeds)[:1] if smoke else parse_seeds(seeds)
-    backend_list = parse_backends(backends)
+    backend_list = parse_backends(backends or _default_backends(virtual_phone))
     if "android-chrome" in backend_list:
         from farm.android.devices import local_port
 
@@ -157,8 +164,9 @@ def report(
 
 @web_app.command("probe")
 def probe(
-    backends: str = typer.Option("playwright,android-chrome", "--backends", metavar="NAMES",
-                                 help="Backends to probe, comma-separated."),
+    backends: str = typer.Option("", "--backends", metavar="NAMES", show_default=False,
+                                 help="Backends to probe, comma-separated (default playwright,extension; "
+                                      "playwright,android-chrome with --virtual-phone)."),
     device: str | None = typer.Option(None, "--device", metavar="SERIAL", help="Phone for android-chrome."),
     serial_alias: str | None = typer.Option(None, "--serial", metavar="SERIAL", hidden=True,
                                             help="Old name of --device."),
@@ -172,7 +180,8 @@ def probe(
     from web_bench.probe import probe as run_probe
 
     serial, _ = either(device, serial_alias, "--device", "--serial")
-    results = run_probe(parse_backends(backends), chromium=chromium, serial=serial, virtual_phone=virtual_phone)
+    chosen = parse_backends(backends or _default_backends(virtual_phone))
+    results = run_probe(chosen, chromium=chromium, serial=serial, virtual_phone=virtual_phone)
     for r in results:
         mark = "[green]OK[/]" if r.ok else "[red]FAIL[/]"
         console.print(f"{r.backend:<15} {mark} {r.elapsed_ms:>8.0f} ms  {escape(r.detail)}")

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,7 @@ from web_bench.browser import driver
 from web_bench.browser.android_chrome import AndroidChromeBackend
 from web_bench.browser.chromium import CHROMIUM_ARGS, DebuggableChromium, find_chromium
 from web_bench.browser.contract import BackendName, BrowserBackend
+from web_bench.browser.extension_backend import ExtensionBackend, ExtensionSession
 from web_bench.browser.playwright_backend import PlaywrightBackend
 from web_bench.results import Timings, Validation, WebRun
 from web_bench.site.server import SiteServer
@@ -87,6 +91,56 @@ def make_backend(
         farm.stop()
 
 
+@contextmanager
+def extension_browser() -> Iterator[ExtensionSession]:
+    """One Chromium with the extension (a test module shares it; each test opens its own site session)."""
+    session = ExtensionBackend().new_session()
+    try:
+        yield session
+    finally:
+        session.close()
+
+
+@contextmanager
+def static_pages(pages: dict[str, str]) -> Iterator[str]:
+    """Serve `pages` (path → HTML) on a free 127.0.0.1 port; yields the base URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+            body = pages.get(self.path.split("?", 1)[0])
+            self.send_response(200 if body is not None else 404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.end_headers()
+            self.wfile.write((body or "not found").encode())
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def stop_extension_worker(session: ExtensionSession) -> None:
+    """Stop the extension's service worker the way Chromium does when it idles (Target.closeTarget over
+    the browser's CDP connection); its bridge connection closes at once."""
+    browser = session.context.browser
+    assert browser is not None
+    cdp = browser.new_browser_cdp_session()
+    try:
+        targets = cdp.send("Target.getTargets")["targetInfos"]
+        worker = next(t for t in targets if t["type"] == "service_worker"
+                      and t["url"].startswith(f"chrome-extension://{session.extension_id}/"))
+        assert cdp.send("Target.closeTarget", {"targetId": worker["targetId"]})["success"]
+    finally:
+        cdp.detach()
+
+
 def web_run(**fields: Any) -> WebRun:
     """A results line with defaults; override any field (snake_case names)."""
     base: dict[str, Any] = {
@@ -104,11 +158,12 @@ def web_run(**fields: Any) -> WebRun:
 
 
 def smoke_run(runs_dir: Path, run_id: str, tasks: str = "order_lookup,inventory_filter") -> Path:
-    """A real scripted smoke run of the web lane through the `farm` entry point, both backends paired
-    (android-chrome on a virtual phone); returns the run directory."""
+    """A real scripted smoke run of the web lane through the `farm` entry point, playwright paired with
+    android-chrome (on a virtual phone); returns the run directory."""
     result = subprocess.run(
         [sys.executable, "-c", "from farm.cli import main; main()", "web", "run", "--smoke", "--policy", "scripted",
-         "--virtual-phone", "--tasks", tasks, "--run-id", run_id, "--runs-dir", str(runs_dir)],
+         "--virtual-phone", "--backends", "playwright,android-chrome", "--tasks", tasks, "--run-id", run_id,
+         "--runs-dir", str(runs_dir)],
         capture_output=True, text=True, timeout=600, check=False,
     )
     assert result.returncode == 0, result.stderr

@@ -18,14 +18,14 @@ def test_default_matrix_is_sixty_runs_in_pairs() -> None:
     pairs: dict[str, list[str]] = {}
     for r in runs:
         pairs.setdefault(r.pair_id, []).append(r.backend)
-    assert len(pairs) == 30 and all(sorted(b) == ["android-chrome", "playwright"] for b in pairs.values())
+    assert len(pairs) == 30 and all(sorted(b) == ["extension", "playwright"] for b in pairs.values())
 
 
 def test_pair_order_is_deterministic_and_alternates() -> None:
     backends = parse_backends(None)
     firsts = [pair_order(t, s, 1, backends)[0] for t in TASK_NAMES for s in range(1, 6)]
     assert firsts == [pair_order(t, s, 1, backends)[0] for t in TASK_NAMES for s in range(1, 6)]
-    assert set(firsts) == {"playwright", "android-chrome"}
+    assert set(firsts) == {"playwright", "extension"}
 
 
 def test_runs_of_a_pair_are_adjacent_and_ordered() -> None:

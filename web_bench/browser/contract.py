@@ -12,8 +12,10 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
-BackendName = Literal["playwright", "android-chrome"]
-BACKEND_NAMES: tuple[BackendName, ...] = ("playwright", "android-chrome")
+BackendName = Literal["playwright", "extension", "android-chrome"]
+BACKEND_NAMES: tuple[BackendName, ...] = ("playwright", "extension", "android-chrome")
+DEFAULT_BACKENDS: tuple[BackendName, ...] = ("playwright", "extension")
+"""Seed 001's pair: the Playwright baseline against the MV3 extension."""
 TOOL_PREFIX = "browser_"
 
 # Post-action settle: wait for the DOM to stay quiet for SETTLE_QUIET_MS, at most SETTLE_BUDGET_MS.
