@@ -1,4 +1,5 @@
-"""One `browser_*` tool contract, two backends: Playwright-driven Chromium and Chrome on a phone."""
+"""One `browser_*` tool contract, three backends: Playwright-driven Chromium, a Manifest V3 extension inside
+Chromium (through a loopback bridge), and Chrome on a phone."""
 
 from web_bench.browser.contract import (
     BACKEND_NAMES,
