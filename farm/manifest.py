@@ -183,7 +183,7 @@ def create_run_dir(runs_root: Path, manifest: Manifest) -> Path:
         run_dir.mkdir(parents=True, exist_ok=False)
     except FileExistsError:
         raise FarmError(
-            f"{run_dir}: run directory already exists", hint="pass a new --run-id; runs are never overwritten"
+            f"{run_dir}: run directory already exists", hint="pass a new --run; runs are never overwritten"
         ) from None
     save(run_dir, manifest)
     return run_dir

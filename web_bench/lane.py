@@ -149,7 +149,7 @@ def run_lane(
     results = output or runs_dir / run_id / "web" / "results.jsonl"
     if results.exists() or results.is_symlink():
         raise FarmError(f"{results}: output already exists",
-                        hint="pass a new --output; results of different runs are never appended together")
+                        hint="pass a new --out; results of different runs are never appended together")
     report_path = results.with_suffix(".report.md")
     backend_names = list(dict.fromkeys(r.backend for r in runs))
     with ExitStack() as stack:

@@ -2,7 +2,7 @@
 
 A resumed sweep continues the same measurement. Were any of these different, finished units and
 new ones would measure different things under one run id, so resume is refused (one line, exit
-2) and `--retry-from OLD --run-id NEW` is the way to reuse what is still valid.
+2) and `--retry-from OLD --run NEW` is the way to reuse what is still valid.
 """
 
 from __future__ import annotations

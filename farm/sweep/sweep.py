@@ -116,7 +116,7 @@ class Sweep:
         run_id = self.req.run_id or _default_run_id(self.req, tasks)
         if (self.runs_dir / run_id).exists():
             raise FarmError(f"{self.runs_dir / run_id}: run already exists",
-                            hint=f"continue it with --resume {run_id}, or pass a new --run-id")
+                            hint=f"continue it with --resume {run_id}, or pass a new --run")
         with self._lock(run_id):
             return self._new(run_id, tasks)
 
@@ -209,7 +209,7 @@ class Sweep:
                             hint="only a run started by `farm run` or `farm sweep` can be resumed")
         if REDACTED in json.dumps(saved):
             raise FarmError(f"{run_id}: cannot resume: its options held a credential, which was not kept",
-                            hint=f"start a new run that reuses its finished units: --retry-from {run_id} --run-id NEW")
+                            hint=f"start a new run that reuses its finished units: --retry-from {run_id} --run NEW")
         self.req = _request_from(json.dumps(saved), self.req)
         self._load_executor()
         if not is_complete(run_dir):
@@ -226,7 +226,7 @@ class Sweep:
             if differ:
                 raise FarmError(
                     f"{run_id}: cannot resume: {', '.join(differ)} differ from the stopped run",
-                    hint=f"start a new run that reuses its finished units: --retry-from {run_id} --run-id NEW",
+                    hint=f"start a new run that reuses its finished units: --retry-from {run_id} --run NEW",
                 )
             opts = self._opts()
             fleet = gather_fleet(self.cfg, self.req, opts, tasks, run_id)

@@ -48,10 +48,10 @@ def pick_device(serial: str | None, adb_port: int | None = None) -> adbutils.Adb
             if device.serial == serial:
                 return device
         raise FarmError(f"{serial}: no such phone on adb server 127.0.0.1:{port}",
-                        hint=f"check `adb devices` and --serial, {NO_PHONE_HINT}")
+                        hint=f"check `adb devices` and --device, {NO_PHONE_HINT}")
     if len(devices) != 1:
         found = ", ".join(d.serial or "?" for d in devices) or "none"
-        fix = "pass --serial to choose one" if devices else "connect a phone with USB debugging on"
+        fix = "pass --device SERIAL to choose one" if devices else "connect a phone with USB debugging on"
         raise FarmError(f"android-chrome: need exactly one phone, found {found}", hint=f"{fix}, {NO_PHONE_HINT}")
     return devices[0]
 
