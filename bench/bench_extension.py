@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,7 +24,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
-from bench_snapshot import McpClient, install_mcp, median_ms, page_paths
+from bench_snapshot import McpClient, mcp_in, median_ms, page_paths
 
 from web_bench.browser.chromium import find_chromium
 from web_bench.browser.contract import BackendName, ToolResult
@@ -121,14 +120,9 @@ def main() -> int:
     chromium = find_chromium()
     with tempfile.TemporaryDirectory(prefix="bench-mcp-") as tmp, SiteServer() as site:
         tmp_dir = Path(tmp)
-        try:
-            server = install_mcp(tmp_dir / "pkg", args.mcp_version)
-        except (RuntimeError, subprocess.TimeoutExpired) as exc:
-            print(f"playwright-mcp unavailable: {exc}")
+        mcp = mcp_in(tmp_dir, args.mcp_version, chromium)
+        if mcp is None:
             return 1
-        argv = [str(server), "--executable-path", chromium, "--headless", "--isolated", "--no-sandbox",
-                "--output-dir", str(tmp_dir / "out")]
-        mcp = McpClient(argv, tmp_dir)
         try:
             print(f"playwright-mcp: {mcp.start()}")
             snapshot_latency(site, mcp, args.rounds)

@@ -34,6 +34,7 @@ class McpClient:
     """A minimal MCP stdio client (newline-delimited JSON-RPC)."""
 
     def __init__(self, argv: list[str], cwd: Path) -> None:
+        self.argv = argv
         self.proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         self._id = 0
@@ -109,6 +110,18 @@ def median_ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1000
 
 
+def mcp_in(tmp_dir: Path, version: str, chromium: str) -> McpClient | None:
+    """playwright-mcp installed into `tmp_dir` and its client (not started); None, said why, when npm cannot."""
+    try:
+        server = install_mcp(tmp_dir / "pkg", version)
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        print(f"playwright-mcp unavailable: {exc}")
+        return None
+    argv = [str(server), "--executable-path", chromium, "--headless", "--isolated", "--no-sandbox",
+            "--output-dir", str(tmp_dir / "out")]
+    return McpClient(argv, tmp_dir)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=40, help="snapshots per page and side")
@@ -117,15 +130,11 @@ def main() -> int:
     chromium = find_chromium()
     with tempfile.TemporaryDirectory(prefix="bench-mcp-") as tmp, SiteServer() as site:
         tmp_dir = Path(tmp)
-        try:
-            server = install_mcp(tmp_dir / "pkg", args.mcp_version)
-        except (RuntimeError, subprocess.TimeoutExpired) as exc:
-            print(f"playwright-mcp unavailable: {exc}")
+        mcp_client = mcp_in(tmp_dir, args.mcp_version, chromium)
+        if mcp_client is None:
             return 1
-        argv = [str(server), "--executable-path", chromium, "--headless", "--isolated", "--no-sandbox",
-                "--output-dir", str(tmp_dir / "out")]
         with ExitStack() as cleanup:
-            mcp = McpClient(argv, tmp_dir)
+            mcp = mcp_client
             cleanup.callback(mcp.close)
             backend = PlaywrightBackend(chromium)
             cleanup.callback(backend.close)
@@ -138,7 +147,7 @@ def main() -> int:
             cleanup.callback(android.close)
             version = mcp.start()
             print(f"ours: web_bench playwright backend, Chromium flags {' '.join(CHROMIUM_ARGS)}")
-            print(f"theirs: {version} via {' '.join(argv[1:6])}")
+            print(f"theirs: {version} via {' '.join(mcp.argv[1:6])}")
             print(f"{args.rounds} interleaved snapshots per page and side\n")
             print(f"{'page':<24}{'ours p50 ms':>12}{'mcp p50 ms':>12}{'ratio':>8}{'android-chrome*':>17}")
             all_ours: list[float] = []

@@ -8,7 +8,6 @@ import html
 import json
 import tempfile
 import xml.etree.ElementTree as ET
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from farm.report.markdown import md_text, render_markdown
 from farm.report.writers import render_html, write_csv
 from farm.results.aggregate import Aggregation, aggregate
 from farm.results.store import RECORDS_FILE
+from tests.helpers.html import HtmlTables
 from tests.helpers.records import record, write_run
 from tests.helpers.shared_data import shared_data
 
@@ -40,42 +40,13 @@ def _rendered(markdown: str) -> str:
     return MarkdownIt("commonmark").enable("table").enable("strikethrough").render(markdown)
 
 
-class _Tables(HTMLParser):
-    """Every tag of a rendered document, the tags met inside table cells, and the text of each row's cells."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.tags: set[str] = set()
-        self.cell_tags: set[str] = set()
-        self.rows: list[list[str]] = []
-        self._cell: list[str] | None = None
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.add(tag)
-        if self._cell is not None:
-            self.cell_tags.add(tag)
-        if tag == "tr":
-            self.rows.append([])
-        elif tag in ("td", "th"):
-            self._cell = []
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("td", "th") and self._cell is not None:
-            self.rows[-1].append("".join(self._cell))
-            self._cell = None
-
-    def handle_data(self, data: str) -> None:
-        if self._cell is not None:
-            self._cell.append(data)
-
-
-def _tables(markdown: str) -> _Tables:
-    parser = _Tables()
+def _tables(markdown: str) -> HtmlTables:
+    parser = HtmlTables()
     parser.feed(_rendered(markdown))
     return parser
 
 
-def _row(tables: _Tables, first: str) -> list[str]:
+def _row(tables: HtmlTables, first: str) -> list[str]:
     """The row whose first cell is `first`; for the Not passed table (category, failure category, task, phone,
     outcome, reason, evidence) the row of task `first`, as task, phone, outcome, failure category, reason."""
     failure = next((r for r in tables.rows if len(r) == 7 and r[2] == first), None)
@@ -198,7 +169,7 @@ def test_markdown_warnings_and_notes_from_the_data_are_escaped(tmp_path: Path) -
 @given(st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=40))
 def test_any_text_in_a_markdown_cell_renders_as_exactly_that_text(text: str) -> None:
     row = f"| head | next |\n|---|---|\n| {md_text(text)} | end |\n"
-    parser = _Tables()
+    parser = HtmlTables()
     parser.feed(_rendered(row))
     shown = " ".join(text.split())
     shown = "".join("\ufffd" if c < " " or "\x7f" <= c <= "\x9f" or c in "\u202a\u202b\u202c\u202d\u202e"

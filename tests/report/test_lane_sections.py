@@ -3,7 +3,6 @@ notes, tables (every cell escaped), charts (HTML only, as markup) and links (rel
 
 from __future__ import annotations
 
-from html.parser import HTMLParser
 from pathlib import Path
 
 from markdown_it import MarkdownIt
@@ -13,6 +12,7 @@ from farm.report.markdown import render_markdown
 from farm.report.model import ReportData
 from farm.report.writers import render_html
 from farm.results.aggregate import aggregate
+from tests.helpers.html import HtmlTables
 from tests.helpers.records import record, write_run
 
 SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10">'
@@ -40,30 +40,6 @@ def _data(tmp_path: Path, *sections: LaneSection) -> ReportData:
     return d
 
 
-class _Cells(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.rows: list[list[str]] = []
-        self.tags: list[str] = []
-        self._cell: list[str] | None = None
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append(tag)
-        if tag == "tr":
-            self.rows.append([])
-        elif tag in ("td", "th"):
-            self._cell = []
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("td", "th") and self._cell is not None:
-            self.rows[-1].append("".join(self._cell))
-            self._cell = None
-
-    def handle_data(self, data: str) -> None:
-        if self._cell is not None:
-            self._cell.append(data)
-
-
 def test_the_section_sits_after_the_rate_tables_and_before_tokens(tmp_path: Path) -> None:
     d = _data(tmp_path, _section())
     md = render_markdown(d)
@@ -76,7 +52,7 @@ def test_the_section_sits_after_the_rate_tables_and_before_tokens(tmp_path: Path
 def test_markdown_cells_stay_in_their_cell_and_show_as_text(tmp_path: Path) -> None:
     md = render_markdown(_data(tmp_path, _section()))
     section = md.split("## Web backends", 1)[1].split("\n## ", 1)[0]
-    parser = _Cells()
+    parser = HtmlTables()
     parser.feed(MarkdownIt("commonmark").enable("table").render(section))
     assert parser.rows == [["backend", "success", "median ms"], ["playwright", "9/10", "1200"],
                            ["extension", " ".join(HOSTILE.split()), "1500"]]
