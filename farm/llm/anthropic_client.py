@@ -13,7 +13,16 @@ import anthropic
 from farm.errors import FarmError
 from farm.llm.client import ModelClient, ProviderReply
 from farm.llm.config import LLMConfig
-from farm.llm.retry import BadResponse, Failure, StreamCut, classify_sdk_error, guarded_stream
+from farm.llm.retry import (
+    BadResponse,
+    Failure,
+    ProviderError,
+    StreamCut,
+    classify_sdk_error,
+    guarded_stream,
+    minimax_failure,
+    non_stream_body,
+)
 from farm.llm.types import Message, StopKind, ThinkingBlock, ToolCall, ToolSpec, image_media_type
 from farm.results.record import Tokens
 
@@ -169,13 +178,20 @@ class AnthropicModelClient(ModelClient):
                 return parse_anthropic_response(self._sdk.messages.create(**kwargs))
             # The raw event stream rather than messages.stream(): its accumulator parses tool input as
             # JSON as it goes and fails on a malformed call, which the non-streamed path keeps verbatim.
-            return read_anthropic_stream(self._sdk.messages.create(**kwargs, stream=True), on_delta)
+            events = self._sdk.messages.create(**kwargs, stream=True)
+            # An error answered as plain JSON (MiniMax's base_resp) instead of an event stream.
+            non_stream_body(events.response)
+            return read_anthropic_stream(events, on_delta)
         except json.JSONDecodeError as exc:
             raise BadResponse(f"response body is not JSON ({exc.msg})") from None
 
 
 def parse_anthropic_response(resp: Any) -> ProviderReply:
-    """A Message -> ProviderReply."""
+    """A Message -> ProviderReply; a MiniMax `base_resp` error raises ProviderError (even beside content)."""
+    extra = getattr(resp, "model_extra", None)
+    failure = minimax_failure(extra) if isinstance(extra, dict) and "base_resp" in extra else None
+    if failure is not None:
+        raise ProviderError(failure)
     blocks = getattr(resp, "content", None)
     if getattr(resp, "type", None) != "message" or not isinstance(blocks, list):
         raise BadResponse(f"response is not a message (got {type(resp).__name__})")

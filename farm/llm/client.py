@@ -230,6 +230,8 @@ class ModelClient(ABC):
         hint = {
             "client": f"check the model name, the request and the API key variable {self.config.api_key_env}",
             "bad_response": "the endpoint answered with something that is not a model response",
+            "quota": "the provider's quota or balance is used up; wait for its quota window or top up, then resume",
+            "auth": f"the key in {self.config.api_key_env} was refused; export a valid key",
         }.get(failure.kind, "the provider is unavailable or rate-limiting; retry later or raise max_retries")
         return ModelCallError(
             f"llm {self.provider}:{self.config.model}: {failure.kind}{status} after {len(attempts)} "

@@ -12,7 +12,16 @@ import openai
 
 from farm.llm.client import ModelClient, ProviderReply
 from farm.llm.config import LLMConfig
-from farm.llm.retry import BadResponse, Failure, StreamCut, classify_sdk_error, guarded_stream
+from farm.llm.retry import (
+    BadResponse,
+    Failure,
+    ProviderError,
+    StreamCut,
+    classify_sdk_error,
+    guarded_stream,
+    minimax_failure,
+    non_stream_body,
+)
 from farm.llm.types import Message, StopKind, ToolCall, ToolSpec, image_media_type
 from farm.results.record import Tokens
 
@@ -144,13 +153,16 @@ class OpenAIModelClient(ModelClient):
                 return parse_openai_response(self._sdk.chat.completions.create(**kwargs))
             # Without include_usage a streamed reply carries no token counts at all.
             chunks = self._sdk.chat.completions.create(**kwargs, stream=True, stream_options={"include_usage": True})
+            # An error answered as plain JSON (MiniMax's base_resp) instead of an event stream.
+            non_stream_body(chunks.response)
             return read_openai_stream(chunks, on_delta)
         except json.JSONDecodeError as exc:
             raise BadResponse(f"response body is not JSON ({exc.msg})") from None
 
 
 def parse_openai_response(resp: Any) -> ProviderReply:
-    """A ChatCompletion -> ProviderReply (first choice)."""
+    """A ChatCompletion -> ProviderReply (first choice); a MiniMax `base_resp` error raises ProviderError."""
+    _raise_base_resp(resp)
     choices = getattr(resp, "choices", None) or []
     if not choices:
         raise BadResponse(f"response is not a chat completion (no choices; got {type(resp).__name__})")
@@ -178,6 +190,14 @@ def parse_openai_response(resp: Any) -> ProviderReply:
         stop=stop,
         model=getattr(resp, "model", None),
     )
+
+
+def _raise_base_resp(obj: Any) -> None:
+    """Raise the failure a MiniMax `base_resp` (an extra field the SDK keeps in `model_extra`) reports."""
+    extra = getattr(obj, "model_extra", None)
+    failure = minimax_failure(extra) if isinstance(extra, dict) and "base_resp" in extra else None
+    if failure is not None:
+        raise ProviderError(failure)
 
 
 @dataclass
@@ -208,6 +228,7 @@ def read_openai_stream(chunks: Iterable[Any], on_delta: Callable[[], None]) -> P
     model: str | None = None
     usage: Any = None
     for chunk in guarded_stream(chunks):
+        _raise_base_resp(chunk)
         model = getattr(chunk, "model", None) or model
         if getattr(chunk, "usage", None) is not None:
             usage = chunk.usage

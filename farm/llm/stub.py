@@ -31,6 +31,8 @@ from farm.llm.stub_wire import (
     error_body,
     models_body,
     openai_body,
+    quota_body,
+    quota_frames,
 )
 
 __all__ = ["ModelStub", "Responder", "StubReply", "StubRequest", "StubUsage", "ToolArgs", "tool_results", "user_texts"]
@@ -247,6 +249,12 @@ class _Handler(BaseHTTPRequestHandler):
             headers["retry-after"] = str(reply.retry_after)
         if reply.raw_body is not None:
             self._send(reply.status, reply.raw_body, headers, content_type=reply.content_type)
+        elif reply.quota_code is not None:
+            n, model = next(self.owner._ids), str(body.get("model", "stub-model"))
+            if reply.quota_event and body.get("stream") and reply.status == 200:
+                self._stream(quota_frames(provider, n, model, reply), reply, headers)
+            else:
+                self._send(reply.status, quota_body(provider, n, model, reply), headers)
         elif reply.status != 200:
             self._send(reply.status, error_body(provider, reply.status, reply.error_message), headers)
         elif body.get("stream"):

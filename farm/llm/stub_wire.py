@@ -57,6 +57,10 @@ class StubReply:
     """Streamed replies: hang up mid-body after this many events (a stream cut in the middle)."""
     empty_first_delta: bool = False
     """Streamed replies: a text delta with empty text before the real content (it must not count as output)."""
+    quota_code: int | str | None = None
+    """A quota refusal with this code (MiniMax 2056 / 1008, OpenAI `insufficient_quota`), see `quota()`."""
+    quota_event: bool = False
+    """Streamed quota refusals: send the error as a server-sent event in a 200 stream, not as a JSON body."""
 
     @classmethod
     def rate_limited(cls, retry_after: float | str | None = None) -> StubReply:
@@ -69,9 +73,28 @@ class StubReply:
         return cls(status=status, error_message="internal error")
 
     @classmethod
+    def quota(
+        cls, status: int = 429, code: int | str = 2056, message: str | None = None, *, as_event: bool = False,
+    ) -> StubReply:
+        """A used-up quota: with status 200 MiniMax's `base_resp` in a 200 body (an int code); otherwise an error
+        body carrying the code. `as_event` sends it inside a 200 event stream when the request streams."""
+        if status == 200 and not isinstance(code, int):
+            raise ValueError("a 200 quota reply carries a MiniMax base_resp status code (an int)")
+        text = message or QUOTA_MESSAGES.get(code, "quota exceeded")
+        return cls(status=status, quota_code=code, error_message=text, quota_event=as_event, usage=None)
+
+    @classmethod
     def slow(cls, delay_s: float, text: str = "late") -> StubReply:
         """A reply that only comes after `delay_s` seconds."""
         return cls(text=text, delay_s=delay_s)
+
+
+QUOTA_MESSAGES: dict[int | str, str] = {
+    2056: "usage limit exceeded, 5-hour usage limit reached for Token Plan (0/0 used)",
+    1008: "insufficient balance",
+    "insufficient_quota": "You exceeded your current quota, please check your plan and billing details.",
+}
+"""Default message of `StubReply.quota` per code, as the providers word it."""
 
 
 def _arguments_string(args: ToolArgs) -> str:
@@ -173,3 +196,38 @@ def models_body(provider: StubProvider) -> dict[str, Any]:
         "data": [{"type": "model", "id": "stub-model", "display_name": "stub", "created_at": "2026-01-01T00:00:00Z"}],
         "has_more": False, "first_id": "stub-model", "last_id": "stub-model",
     }
+
+
+def quota_body(provider: StubProvider, n: int, model: str, reply: StubReply) -> dict[str, Any]:
+    """The body of a quota refusal (`StubReply.quota`). 200: MiniMax's shape, `base_resp` beside an empty
+    completion (OpenAI: `choices` null; Anthropic: a message with no content). Otherwise an error body: OpenAI
+    with the code in `error.code`; Anthropic as MiniMax's Anthropic endpoint words it, the code only in the
+    message ("… (2056)")."""
+    code = reply.quota_code
+    if reply.status == 200:
+        base = {"status_code": code, "status_msg": reply.error_message}
+        if provider == "openai":
+            return {"id": f"chatcmpl-stub-{n}", "object": "chat.completion", "created": int(time.time()),
+                    "model": model, "choices": None, "usage": None, "base_resp": base}
+        return {"id": f"msg_stub_{n}", "type": "message", "role": "assistant", "model": model, "content": [],
+                "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 0, "output_tokens": 0},
+                "base_resp": base}
+    if provider == "openai":
+        kind = code if isinstance(code, str) else "rate_limit_error"
+        return {"error": {"message": reply.error_message, "type": kind, "param": None, "code": str(code)}}
+    suffix = f" ({code})" if isinstance(code, int) else ""
+    return {"type": "error", "error": {"type": error_body(provider, reply.status, "")["error"]["type"],
+                                       "message": reply.error_message + suffix}, "request_id": f"req_stub_{n}"}
+
+
+def quota_frames(provider: StubProvider, n: int, model: str, reply: StubReply) -> list[bytes]:
+    """A quota refusal inside a 200 event stream: OpenAI a chunk carrying `base_resp` (then `[DONE]`), Anthropic
+    an `error` event whose message and `base_resp` carry the code."""
+    base = {"status_code": reply.quota_code, "status_msg": reply.error_message}
+    if provider == "openai":
+        chunk = {"id": f"chatcmpl-stub-{n}", "object": "chat.completion.chunk", "created": int(time.time()),
+                 "model": model, "choices": [], "base_resp": base}
+        return [f"data: {json.dumps(chunk)}\n\n".encode(), b"data: [DONE]\n\n"]
+    event = {"type": "error", "error": {"type": "api_error", "message": f"{reply.error_message} ({reply.quota_code})"},
+             "base_resp": base}
+    return [f"event: error\ndata: {json.dumps(event)}\n\n".encode()]

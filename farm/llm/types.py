@@ -128,7 +128,9 @@ class ToolSpec(BaseModel):
     """JSON schema of the arguments object."""
 
 
-AttemptOutcome = Literal["ok", "rate_limit", "server", "timeout", "connection", "client", "bad_response"]
+AttemptOutcome = Literal[
+    "ok", "rate_limit", "server", "timeout", "connection", "client", "bad_response", "quota", "auth",
+]
 
 
 class Attempt(BaseModel):

@@ -103,7 +103,7 @@ def test_key_echoed_by_the_endpoint_is_scrubbed_from_errors(
     stub.script([StubReply(status=401, error_message=f"invalid key {CANARY_KEY} for this org")])
     with pytest.raises(ModelCallError) as err:
         client_for(provider).complete([Message.user("hi")])
-    assert err.value.kind == "client"
+    assert err.value.kind == "auth"
     for text in (str(err.value), err.value.line(), err.value.message, repr(err.value), str(err.value.hint)):
         assert CANARY_KEY not in text
     assert "invalid key *** for this org" in str(err.value)

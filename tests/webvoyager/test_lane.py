@@ -1,0 +1,120 @@
+"""The WebVoyager lane end to end: real Chromium per task on the stand-in sites, the loopback stub as agent and
+judge, worker processes, and every file the seed names."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from farm.llm.stub import ModelStub, StubReply
+from farm.manifest import load
+from farm.results.store import read_records
+from tests.helpers.wv_lane import SIX, Scenario, run, wv_data, wv_stub
+from web_bench.webvoyager import revisions, store
+from web_bench.webvoyager.model import AgentResult
+
+__all__ = ["wv_data", "wv_stub"]
+
+
+def test_six_tasks_run_end_to_end_with_every_file(tmp_path: Path, wv_data: Path,
+                                                  wv_stub: tuple[ModelStub, Scenario]) -> None:
+    outcome = run(tmp_path, wv_data)
+    root = outcome.root
+    assert outcome.exit_status == 0, outcome.lines
+    summary = json.loads((root / "summary.json").read_text())
+    assert (summary["selected"], summary["passed"], summary["scoring_complete"]) == (6, 6, True)
+    for task_id in SIX:
+        task_dir = root / task_id
+        for name in ("task.json", "trace.ndjson", "session.json", "result.json", "judge-reference.ndjson"):
+            assert (task_dir / name).stat().st_size > 0, f"{task_id}/{name}"
+        result = AgentResult.model_validate_json((task_dir / "result.json").read_text())
+        assert result.status == "completed" and result.steps == 1 and result.model_rounds == 2
+        assert result.final_screenshot is not None and (task_dir / result.final_screenshot).is_file()
+        assert result.usage.cost_usd is not None and result.usage.cost_usd > 0
+    csv_text = (root / "task-metrics.csv").read_bytes()
+    assert csv_text.startswith(b"\xef\xbb\xbf")
+    rows = list(csv.reader(io.StringIO(csv_text.decode("utf-8-sig"))))
+    assert len(rows) == 1 + 6 + 1 and len(rows[0]) == 10
+    assert [r[0] for r in rows[1:7]] == SIX
+    preflight = (root / "preflight.ndjson").read_text().splitlines()
+    assert len(preflight) == 1 and json.loads(preflight[0])["role"] == "preflight"
+
+
+def test_the_run_joins_the_farm_manifest_and_records(tmp_path: Path, wv_data: Path,
+                                                      wv_stub: tuple[ModelStub, Scenario]) -> None:
+    outcome = run(tmp_path, wv_data, ids=SIX[:2])
+    run_dir = outcome.root.parent
+    manifest = load(run_dir)
+    assert [lane.lane for lane in manifest.lanes] == ["webvoyager"]
+    records = read_records(run_dir / "records.jsonl")
+    assert [(r.task_id, r.lane, r.outcome) for r in records] == [(t, "webvoyager", "succeeded") for t in SIX[:2]]
+    assert "credential" not in (outcome.root / "manifest.json").read_text().lower()
+    assert "wv-test-key" not in "".join(p.read_text(errors="replace") for p in run_dir.rglob("*") if p.is_file()
+                                        and p.suffix in (".json", ".ndjson", ".jsonl", ".md", ".csv", ".log"))
+
+
+def test_a_quota_failure_is_kept_for_resume_and_resume_retries_it_first(
+    tmp_path: Path, wv_data: Path, wv_stub: tuple[ModelStub, Scenario],
+) -> None:
+    stub, scenario = wv_stub
+    quota = {"on": True}
+
+    def agent(url: str, body: dict[str, object]) -> StubReply | None:
+        if quota["on"] and "amazon" in url:
+            return StubReply.quota(status=200, code=2056)
+        return None
+
+    scenario.agent_override = agent
+    first = run(tmp_path, wv_data)
+    summary = json.loads((first.root / "summary.json").read_text())
+    assert first.halted == "quota" and first.exit_status == 3
+    assert summary["quota_retry_task_ids"] == ["Amazon--0"]
+    assert summary["failed"] == 0 and summary["scoring_complete"] is False
+    recovery = store.load_recovery(store.RunTree(first.root))
+    assert [e.task_id for e in recovery.quota_retry] == ["Amazon--0"]
+    views = revisions.current(store.RunTree(first.root))
+    assert set(views) == {"Allrecipes--0", "Allrecipes--1", "Amazon--0"}  # dispatch stopped at the quota
+
+    # Still out of quota: the preflight says so and no attempt is created.
+    scenario.preflight_reply = StubReply.quota(status=200, code=2056)
+    blocked = run(tmp_path, wv_data, resume=True)
+    assert blocked.exit_status == 3 and not (first.root / "Amazon--0" / "attempts").exists()
+    assert [e.task_id for e in store.load_recovery(store.RunTree(first.root)).quota_retry] == ["Amazon--0"]
+
+    quota["on"] = False
+    scenario.preflight_reply = None
+    resumed = run(tmp_path, wv_data, resume=True)
+    assert resumed.exit_status == 0, resumed.lines
+    assert [i.task_id for i in resumed.plan.items][:1] == ["Amazon--0"]
+    assert resumed.plan.items[0].kind == "quota_retry" and resumed.plan.items[0].attempt == 2
+    second = AgentResult.model_validate_json((first.root / "Amazon--0" / "attempts" / "2" / "result.json").read_text())
+    assert second.status == "completed"
+    assert (first.root / "Amazon--0" / "result.json").is_file()  # the first attempt is kept
+    final = json.loads((first.root / "summary.json").read_text())
+    assert (final["passed"], final["quota_retry_task_ids"], final["superseded_attempts"]) == (6, [], 1)
+
+
+def test_the_pinned_prompt_is_refused_before_any_credential(tmp_path: Path, wv_data: Path,
+                                                             monkeypatch: object) -> None:
+    import shutil
+
+    import pytest
+
+    data = tmp_path / "data"
+    shutil.copytree(wv_data, data)
+    prompt = data / "judge-prompt.md"
+    prompt.write_bytes(prompt.read_bytes() + b"\n")
+    mp = pytest.MonkeyPatch()
+    try:
+        for name in ("EVAL_API_KEY", "EVAL_MODEL", "EVAL_PROVIDER", "FARM_LLM_PROVIDER", "FARM_LLM_MODEL"):
+            mp.delenv(name, raising=False)
+        from farm.errors import FarmError
+
+        with pytest.raises(FarmError, match="judge-prompt.md") as exc:
+            run(tmp_path, data)
+        assert "key" not in str(exc.value).lower()
+        assert not (tmp_path / "runs").exists()
+    finally:
+        mp.undo()
