@@ -155,9 +155,9 @@ def backfill(
     from web_bench.webvoyager import backfill as wv_backfill
     from web_bench.webvoyager import dataset
     from web_bench.webvoyager.data import default_data_dir
-    from web_bench.webvoyager.run import lane_root
+    from web_bench.webvoyager.run import existing_root
 
-    root = lane_root(_run_dir(runs_dir, run_name))
+    root = existing_root(_run_dir(runs_dir, run_name))
     target = dataset.select(dataset.load_tasks(data_dir or default_data_dir()), _split(ids), count)
     plan = wv_backfill.audit(root, target)
     console.print(f"protected: {len(plan.protected_task_ids)}  missing: {len(plan.missing_task_ids)}")
@@ -178,9 +178,9 @@ def reset_judge(
 ) -> None:
     """Clear every judge verdict and judge log (dry run first); agent results, traces and screenshots stay."""
     from web_bench.webvoyager import reset_judge as wv_reset
-    from web_bench.webvoyager.run import lane_root
+    from web_bench.webvoyager.run import existing_root
 
-    root = lane_root(_run_dir(runs_dir, run_name))
+    root = existing_root(_run_dir(runs_dir, run_name))
     plan = wv_reset.plan(root)
     for line in plan.lines():
         console.print(escape(line))
@@ -195,12 +195,13 @@ def reset_judge(
 def report(
     run_name: str = typer.Option(..., "--run", metavar="RUN", help="The run to report."),
     runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", metavar="DIR", help="Where run directories live."),
+    data_dir: Path | None = typer.Option(None, "--data", metavar="DIR", help=_DATA_HELP),
 ) -> None:
     """Rebuild summary.json, report.md and task-metrics from the run's result revisions."""
     from web_bench.webvoyager.lane import rebuild_report
-    from web_bench.webvoyager.run import lane_root
+    from web_bench.webvoyager.run import existing_root
 
-    path = rebuild_report(lane_root(_run_dir(runs_dir, run_name)))
+    path = rebuild_report(existing_root(_run_dir(runs_dir, run_name)), data_dir)
     console.print(f"report: {path}")
 
 

@@ -12,7 +12,7 @@ import anthropic
 
 from farm.errors import FarmError
 from farm.llm.client import ModelClient, ProviderReply
-from farm.llm.config import LLMConfig
+from farm.llm.config import THINKING_BUDGET, LLMConfig
 from farm.llm.retry import (
     BadResponse,
     Failure,
@@ -35,15 +35,6 @@ _STOP: dict[str, StopKind] = {
     "refusal": "refusal",
 }
 
-# Extended-thinking budget per reasoning effort (the API's minimum budget is 1024); "none" = no thinking.
-THINKING_BUDGET: dict[str, int] = {
-    "minimal": 1024,
-    "low": 2048,
-    "medium": 8192,
-    "high": 16384,
-    "xhigh": 32768,
-    "max": 65536,
-}
 
 
 def _image_block(jpeg: bytes) -> dict[str, Any]:

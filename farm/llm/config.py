@@ -18,6 +18,16 @@ Provider = Literal["openai", "anthropic"]
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
 MaxTokensParam = Literal["max_completion_tokens", "max_tokens"]
 
+# Extended-thinking budget per reasoning effort (the API's minimum budget is 1024); "none" = no thinking.
+THINKING_BUDGET: dict[str, int] = {
+    "minimal": 1024,
+    "low": 2048,
+    "medium": 8192,
+    "high": 16384,
+    "xhigh": 32768,
+    "max": 65536,
+}
+
 DEFAULT_KEY_ENV: dict[str, str] = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SECRETISH = re.compile(r"key|token|secret|password|auth", re.IGNORECASE)

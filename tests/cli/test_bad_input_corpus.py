@@ -328,6 +328,26 @@ case("report-manifest-binary", "report", "bad", setup=_damaged_run(BINARY), need
 case("report-manifest-deep", "report", "bad", setup=_damaged_run(DEEP_JSON), needle="manifest.json")
 case("report-manifest-empty", "report", "bad", setup=_damaged_run(EMPTY), needle="manifest.json")
 
+# farm webvoyager.
+WV = ("webvoyager", "run", "--headless")
+case("wv-run-concurrency", *WV, "--concurrency", "9", needle="--concurrency")
+case("wv-run-judge", *WV, "--judge", "magic", needle="--judge")
+case("wv-run-timeout", *WV, "--timeout-ms", "0", needle="--timeout-ms")
+case("wv-run-run-parent", *WV, "--run", "../x", needle="../x")
+case("wv-run-data-missing", *WV, "--dry-run", "--data", "nope", needle="nope")
+case("wv-run-resume-unknown", *WV, "--resume", "--run", "gone", needle="gone")
+case("wv-run-resume-and-retry-from", *WV, "--resume", "--retry-from", "old", needle="--retry-from")
+case("wv-run-new-rerun-alone", *WV, "--new-rerun", needle="--new-rerun")
+case("wv-run-record-and-replay", *WV, "--record-har", "a", "--replay-har", "b", needle="--record-har")
+case("wv-run-judge-only-none", *WV, "--judge-only", "--judge", "none", needle="--judge-only")
+case("wv-data-fetch-and-from", "webvoyager", "data", "--fetch", "--from", "x", needle="--fetch")
+case("wv-data-from-missing", "webvoyager", "data", "--from", "nope", needle="nope")
+case("wv-data-remote-mirror", "webvoyager", "data", "--fetch", "--base-url", "http://example.com/d",
+     needle="example.com")
+case("wv-backfill-unknown", "webvoyager", "backfill", "--run", "gone", needle="gone")
+case("wv-reset-judge-unknown", "webvoyager", "reset-judge", "--run", "gone", needle="gone")
+case("wv-report-unknown", "webvoyager", "report", "--run", "gone", needle="gone")
+
 # farm query.
 case("query-empty", "query", "", needle="empty query")
 case("query-blank", "query", "  ;  ", needle="empty query")

@@ -8,6 +8,9 @@ import io
 import json
 from pathlib import Path
 
+import pytest
+
+from farm.errors import FarmError
 from farm.llm.stub import ModelStub, StubReply
 from farm.manifest import load
 from farm.results.store import read_records
@@ -97,24 +100,52 @@ def test_a_quota_failure_is_kept_for_resume_and_resume_retries_it_first(
 
 
 def test_the_pinned_prompt_is_refused_before_any_credential(tmp_path: Path, wv_data: Path,
-                                                             monkeypatch: object) -> None:
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     import shutil
-
-    import pytest
 
     data = tmp_path / "data"
     shutil.copytree(wv_data, data)
     prompt = data / "judge-prompt.md"
     prompt.write_bytes(prompt.read_bytes() + b"\n")
-    mp = pytest.MonkeyPatch()
-    try:
-        for name in ("EVAL_API_KEY", "EVAL_MODEL", "EVAL_PROVIDER", "FARM_LLM_PROVIDER", "FARM_LLM_MODEL"):
-            mp.delenv(name, raising=False)
-        from farm.errors import FarmError
+    for name in ("EVAL_API_KEY", "EVAL_MODEL", "EVAL_PROVIDER", "FARM_LLM_PROVIDER", "FARM_LLM_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(FarmError, match="judge-prompt.md") as exc:
+        run(tmp_path, data)
+    assert "key" not in str(exc.value).lower()
+    assert not (tmp_path / "runs").exists()
 
-        with pytest.raises(FarmError, match="judge-prompt.md") as exc:
-            run(tmp_path, data)
-        assert "key" not in str(exc.value).lower()
-        assert not (tmp_path / "runs").exists()
-    finally:
-        mp.undo()
+
+def test_a_refused_preflight_dispatches_nothing_and_the_same_command_runs_later(
+    tmp_path: Path, wv_data: Path, wv_stub: tuple[ModelStub, Scenario],
+) -> None:
+    stub, scenario = wv_stub
+    scenario.preflight_reply = StubReply.quota(status=429, code=2056)
+    refused = run(tmp_path, wv_data, ids=SIX[:1])
+    assert (refused.exit_status, refused.halted) == (3, "preflight")
+    assert scenario.agent_requests == [] and not (refused.root / "manifest.json").exists()
+    assert json.loads((refused.root / "preflight.ndjson").read_text())["outcome"] == "quota"
+    scenario.preflight_reply = None
+    again = run(tmp_path, wv_data, ids=SIX[:1])
+    assert again.exit_status == 0, again.lines
+    assert len((again.root / "preflight.ndjson").read_text().splitlines()) == 2
+
+
+def test_a_refused_key_is_exit_status_2_before_any_task(
+    tmp_path: Path, wv_data: Path, wv_stub: tuple[ModelStub, Scenario],
+) -> None:
+    stub, scenario = wv_stub
+    stub.api_key = "another-key"
+    refused = run(tmp_path, wv_data, ids=SIX[:1])
+    assert (refused.exit_status, refused.halted) == (2, "auth")
+    assert scenario.agent_requests == [] and not (refused.root / SIX[0]).exists()
+
+
+def test_headed_without_a_display_is_refused_before_the_preflight(
+    tmp_path: Path, wv_data: Path, wv_stub: tuple[ModelStub, Scenario], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stub, scenario = wv_stub
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    with pytest.raises(FarmError, match="--headless"):
+        run(tmp_path, wv_data, ids=SIX[:1], headed=True)
+    assert scenario.preflights == 0

@@ -3,30 +3,30 @@ task in the shared schema, and the finishing files (summary, report, metrics).""
 
 from __future__ import annotations
 
+import json
 import signal
-import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from farm.errors import FarmError
 from farm.fsutil import atomic_write_text
 from farm.llm.config import LLMConfig
-from farm.manifest import LaneEntry, Manifest, add_lane, code_fingerprint, manifest_path, save, utc_now
-from farm.results.record import CheckResult, EndReason, Outcome, Record, RunMetrics
+from farm.manifest import utc_now
 from farm.sweep.request import EXIT_FAILED, EXIT_INFRA, EXIT_OK, EXIT_UNFINISHED
 from web_bench.webvoyager import store
+from web_bench.webvoyager.farm_join import INFRA_KINDS, RECORDS_FILE, join_farm_manifest, to_record
 from web_bench.webvoyager.model import TaskView, WvTask
 from web_bench.webvoyager.options import RunOptions
 from web_bench.webvoyager.plan import Plan
 from web_bench.webvoyager.run import Prepared, environ_or, new_manifest, plan_lines, prepare
 
-RECORDS_FILE = "records.jsonl"
-_END_REASON: dict[str, EndReason] = {"completed": "answer", "timeout": "timeout", "step_limit": "max_steps",
-                                     "error": "error"}
-_INFRA = {"quota", "auth", "service_unavailable", "browser_error", "interrupted", "internal"}
+if TYPE_CHECKING:
+    from web_bench.webvoyager.agent import AgentSettings
+    from web_bench.webvoyager.config import ModelSetup
 
 
 @dataclass
@@ -45,53 +45,6 @@ class RunOutcome:
     """Why dispatch stopped early (quota, service_unavailable, auth, interrupted)."""
     report: Path | None = None
     """report.md, when written."""
-
-
-def to_record(run_id: str, task: WvTask, view: TaskView | None) -> Record:
-    """The farm record of one selected task: missing and unjudged tasks stay in the denominator as errors."""
-    if view is None:
-        return Record(run=run_id, lane="webvoyager", device="chromium", task_id=task.task_id, category=task.site,
-                      outcome="error", passed=False, reasons=["missing: no agent result"],
-                      failure_kind="infrastructure", failure_category="missing", execution="live")
-    agent, verdict = view.agent, view.judge
-    outcome: Outcome
-    category: str | None = None
-    if agent.error_kind in _INFRA or agent.error_kind == "website_unavailable":
-        outcome, category = "error", agent.error_kind
-    elif verdict is None or verdict.passed is None:
-        outcome, category = "error", "unjudged"
-    else:
-        outcome = "succeeded" if verdict.passed else "failed"
-    reasons = [r for r in (agent.error, verdict.reason if verdict else None,
-                           verdict.judge_error if verdict else None) if r]
-    checks = [CheckResult(type=f"llm_judge_{verdict.mode}", passed=bool(verdict.passed),
-                          detail=verdict.reason or verdict.judge_error or "")] if verdict else []
-    costs = [agent.usage.cost_usd, verdict.usage.cost_usd if verdict else 0.0]
-    return Record(
-        run=run_id, lane="webvoyager", device="chromium", task_id=task.task_id, category=task.site,
-        outcome=outcome, passed=outcome == "succeeded", checks=checks, answer=agent.final_answer, reasons=reasons,
-        end_reason=_END_REASON[agent.status],
-        failure_kind=None if outcome == "succeeded" else ("agent" if outcome == "failed" else "infrastructure"),
-        failure_category=category, steps=agent.steps, attempt=agent.attempt,
-        metrics=RunMetrics(round_trips=agent.model_rounds, total_ms=agent.duration_ms),
-        tokens=agent.usage.tokens or agent.usage.tokens_observed.model_copy(),
-        cost_usd=None if any(c is None for c in costs) else sum(c for c in costs if c is not None),
-        execution="live", started_at=agent.started_at, ended_at=agent.finished_at,
-        extra={"site": task.site, "status": agent.status, "errorKind": agent.error_kind,
-               "modelRounds": agent.model_rounds, "provenanceRun": view.provenance_run},
-    )
-
-
-def _join_farm_manifest(run_dir: Path, run_id: str, detail: Mapping[str, object]) -> None:
-    entry = LaneEntry(lane="webvoyager", outputs=[f"{'webvoyager'}/report.md", "webvoyager/summary.json",
-                                                  "webvoyager/task-metrics.json", RECORDS_FILE],
-                      detail={k: v for k, v in detail.items() if isinstance(v, str | int | float | bool | None)})
-    if manifest_path(run_dir).exists():
-        add_lane(run_dir, entry)
-        return
-    run_dir.mkdir(parents=True, exist_ok=True)
-    save(run_dir, Manifest(run_id=run_id, created_at=utc_now(), command=list(sys.argv), code=code_fingerprint(),
-                           lanes=[entry]))
 
 
 def finish(prepared: Prepared, views: dict[str, TaskView], *, halted: str | None) -> Path:
@@ -143,77 +96,26 @@ def _cancel_on_signals(cancel: threading.Event) -> Iterator[None]:
 def run_webvoyager(opts: RunOptions, *, environ: Mapping[str, str] | None = None,
                    on_progress: Callable[[str], None] = lambda _: None) -> RunOutcome:
     """`farm webvoyager run`: plan, then (unless --dry-run) preflight, dispatch, judge and finish."""
-    from web_bench.webvoyager.agent import AgentSettings
-    from web_bench.webvoyager.config import agent_setup, judge_setup, snapshot
-    from web_bench.webvoyager.execute import Clients, Dispatcher, preflight
+    from web_bench.webvoyager.agent import check_display
+    from web_bench.webvoyager.execute import Clients, Dispatcher
 
     prepared = prepare(opts)
     if opts.dry_run:
         return RunOutcome(root=prepared.tree.root, plan=prepared.plan, lines=plan_lines(prepared), exit_status=EXIT_OK)
     env = environ_or(environ)
     # Credentials are read from here on, never before the data and the judge prompt were verified.
-    agent = agent_setup(env, reasoning_effort=opts.reasoning_effort, base=_farm_model(env))
-    judge = judge_setup(env, agent) if opts.judge != "none" else None
-    pricing = {"agent": agent.price.model_dump() if agent.price else None,
-               "judge": judge.price.model_dump() if judge and judge.price else None}
-    manifest = new_manifest(prepared, snapshot(agent), snapshot(judge) if judge else None, pricing)
-    if opts.resume and prepared.old_manifest is not None:
-        # A backfilled or recovered run is mixed by nature: its code fingerprint is the older run's.
-        ignore = ("code",) if prepared.old_manifest.provenance == "mixed" else ()
-        # How long the service check may wait changes no result.
-        differ = [d for d in store.resume_mismatch(prepared.old_manifest, manifest, ignore=ignore)
-                  if d != "params.preflight_timeout_ms"]
-        if differ:
-            raise FarmError(f"--resume: the run was made with other {', '.join(differ)}",
-                            hint="resume with the same options and code, or recover into a new run with "
-                                 "--retry-from OLD --run NEW")
-    tree = prepared.tree
-    needs_agent = bool(prepared.plan.agent_items())
-    needs_judge = judge is not None and bool(prepared.plan.items)
-    created = not tree.manifest.exists()
-    tree.root.mkdir(parents=True, exist_ok=True)
-    calls = []
-    if needs_agent:
-        calls.append(preflight(tree, agent, opts.preflight_timeout_ms, env))
-    if needs_judge and judge is not None and (judge.llm != agent.llm or not needs_agent):
-        calls.append(preflight(tree, judge, opts.preflight_timeout_ms, env))
-    refused = next((c for c in calls if c.outcome != "ok"), None)
+    agent, judge, manifest = _setups(prepared, env)
+    settings = _settings(opts, agent)
+    if prepared.plan.agent_items():
+        check_display(settings, env)
+    refused = _preflight(prepared, agent, judge, env)
     if refused is not None:
-        if created and not tree.manifest.exists():
-            # Nothing was dispatched: a refused preflight leaves only its own log behind.
-            pass
-        status = 2 if refused.outcome == "auth" else EXIT_UNFINISHED
-        lines = [f"preflight: {refused.outcome}" + (f" ({refused.error})" if refused.error else ""),
-                 "nothing was dispatched; the recovery list is unchanged"]
-        return RunOutcome(root=tree.root, plan=prepared.plan, lines=lines, exit_status=status,
-                          halted="auth" if refused.outcome == "auth" else "preflight")
-    if opts.rerun_ids:
-        manifest.rerun_requests.extend(
-            store.RerunRequest(task_id=i.task_id, attempt=i.attempt, requested_at=utc_now(), new_rerun=opts.new_rerun)
-            for i in prepared.plan.agent_items() if i.kind == "rerun")
-    if created:
-        store.create_manifest(tree, manifest)
-    elif opts.rerun_ids:
-        store.write_manifest(tree, manifest)
-    if prepared.source_root is not None:
-        from web_bench.webvoyager import revisions
-
-        for view in prepared.views.values():
-            revisions.commit(tree, view.model_copy(update={"provenance_run": view.provenance_run
-                                                          or str(prepared.source_root)}), "recovery")
-        store.save_recovery(tree, prepared.recovery)
-    _join_farm_manifest(tree.root.parent, opts.run_id, {"judge": opts.judge, "tasks": len(prepared.tasks),
-                                                       "harMode": opts.har_mode, "concurrency": opts.concurrency})
-    settings = AgentSettings(
-        timeout_ms=opts.timeout_ms, max_rounds=opts.max_rounds, headed=opts.headed, chromium=opts.chromium,
-        llm=agent.llm, price=agent.price, har_mode=opts.har_mode,
-        har_path=str(opts.record_har or opts.replay_har) if (opts.record_har or opts.replay_har) else None,
-        stand_in=str(opts.stand_in) if opts.stand_in else None,
-    )
+        return refused
+    _start(prepared, manifest)
     judge_client = None
     cancel = threading.Event()
     try:
-        if judge is not None and needs_judge:
+        if judge is not None and prepared.plan.items:
             from farm.llm.client import make_client
 
             judge_client = make_client(judge.llm, environ=env)
@@ -228,12 +130,90 @@ def run_webvoyager(opts: RunOptions, *, environ: Mapping[str, str] | None = None
     report = finish(prepared, views, halted=dispatcher.halted)
     if opts.judge_only:
         verdicts = [v.judge.model_dump(mode="json", by_alias=True) for v in views.values() if v.judge is not None]
-        import json
-
-        atomic_write_text(tree.root / f"judged-{opts.judge}.json", json.dumps(verdicts, indent=2) + "\n")
+        atomic_write_text(prepared.tree.root / f"judged-{opts.judge}.json", json.dumps(verdicts, indent=2) + "\n")
     status = _exit_status(prepared.tasks, views, dispatcher.halted, opts.judge)
-    return RunOutcome(root=tree.root, plan=prepared.plan, lines=_closing(prepared, views, dispatcher.halted),
-                      exit_status=status, halted=dispatcher.halted, report=report)
+    return RunOutcome(root=prepared.tree.root, plan=prepared.plan, exit_status=status, halted=dispatcher.halted,
+                      lines=_closing(prepared, views, dispatcher.halted), report=report)
+
+
+def _setups(prepared: Prepared, env: Mapping[str, str]) -> tuple[ModelSetup, ModelSetup | None, store.WvManifest]:
+    """The agent and judge models, and the manifest they give (checked against the old one on --resume)."""
+    from web_bench.webvoyager.agent import prompt_sha256
+    from web_bench.webvoyager.config import agent_setup, judge_setup, snapshot
+
+    opts = prepared.opts
+    agent = agent_setup(env, reasoning_effort=opts.reasoning_effort, base=_farm_model(env))
+    judge = judge_setup(env, agent) if opts.judge != "none" else None
+    pricing = {"agent": agent.price.model_dump() if agent.price else None,
+               "judge": judge.price.model_dump() if judge and judge.price else None}
+    agent_snapshot = {**snapshot(agent), "run_prompt_sha256": prompt_sha256()}
+    manifest = new_manifest(prepared, agent_snapshot, snapshot(judge) if judge else None, pricing)
+    old = prepared.old_manifest
+    if opts.resume and old is not None:
+        # A backfilled or recovered run is mixed by nature: its code fingerprint is the older run's.
+        ignore = ("code",) if old.provenance == "mixed" else ()
+        # How long the service check may wait changes no result.
+        differ = [d for d in store.resume_mismatch(old, manifest, ignore=ignore) if d != "params.preflight_timeout_ms"]
+        if differ:
+            raise FarmError(f"--resume: the run was made with other {', '.join(differ)}",
+                            hint="resume with the same options and code, or recover into a new run with "
+                                 "--retry-from OLD --run NEW")
+    return agent, judge, manifest
+
+
+def _settings(opts: RunOptions, agent: ModelSetup) -> AgentSettings:
+    from web_bench.webvoyager.agent import AgentSettings
+
+    har = opts.record_har or opts.replay_har
+    return AgentSettings(
+        timeout_ms=opts.timeout_ms, max_rounds=opts.max_rounds, headed=opts.headed, chromium=opts.chromium,
+        llm=agent.llm, price=agent.price, har_mode=opts.har_mode, har_path=str(har) if har else None,
+        stand_in=str(opts.stand_in) if opts.stand_in else None,
+    )
+
+
+def _preflight(prepared: Prepared, agent: ModelSetup, judge: ModelSetup | None,
+               env: Mapping[str, str]) -> RunOutcome | None:
+    """Check the services the plan needs (logged in preflight.ndjson); an outcome when one refused."""
+    from web_bench.webvoyager.execute import preflight
+
+    tree, opts = prepared.tree, prepared.opts
+    tree.root.mkdir(parents=True, exist_ok=True)
+    needs_agent = bool(prepared.plan.agent_items())
+    calls = [preflight(tree, agent, opts.preflight_timeout_ms, env)] if needs_agent else []
+    if judge is not None and prepared.plan.items and (judge.llm != agent.llm or not needs_agent):
+        calls.append(preflight(tree, judge, opts.preflight_timeout_ms, env))
+    refused = next((c for c in calls if c.outcome != "ok"), None)
+    if refused is None:
+        return None
+    again = "run the same command again" if not tree.manifest.exists() else "resume with --resume"
+    lines = [f"preflight: {refused.outcome}" + (f" ({refused.error})" if refused.error else ""),
+             f"nothing was dispatched and the recovery list is unchanged; {again} once the service is back"]
+    return RunOutcome(root=tree.root, plan=prepared.plan, lines=lines,
+                      exit_status=2 if refused.outcome == "auth" else EXIT_UNFINISHED,
+                      halted="auth" if refused.outcome == "auth" else "preflight")
+
+
+def _start(prepared: Prepared, manifest: store.WvManifest) -> None:
+    """Write the manifest (new run, or a new re-run request), carry over a --retry-from run, join the farm."""
+    tree, opts = prepared.tree, prepared.opts
+    if opts.rerun_ids:
+        manifest.rerun_requests.extend(
+            store.RerunRequest(task_id=i.task_id, attempt=i.attempt, requested_at=utc_now(), new_rerun=opts.new_rerun)
+            for i in prepared.plan.agent_items() if i.kind == "rerun")
+    if not tree.manifest.exists():
+        store.create_manifest(tree, manifest)
+    elif opts.rerun_ids:
+        store.write_manifest(tree, manifest)
+    if prepared.source_root is not None:
+        from web_bench.webvoyager import revisions
+
+        for view in prepared.views.values():
+            revisions.commit(tree, view.model_copy(update={"provenance_run": view.provenance_run
+                                                          or str(prepared.source_root)}), "recovery")
+        store.save_recovery(tree, prepared.recovery)
+    join_farm_manifest(tree.root.parent, opts.run_id, {"judge": opts.judge, "tasks": len(prepared.tasks),
+                                                      "harMode": opts.har_mode, "concurrency": opts.concurrency})
 
 
 def _farm_model(env: Mapping[str, str]) -> LLMConfig | None:
@@ -256,7 +236,7 @@ def _exit_status(tasks: list[WvTask], views: Mapping[str, TaskView], halted: str
     unjudged = judge != "none" and any(v.judge is None or v.judge.passed is None for v in views.values())
     if halted or unfinished or unjudged:
         return EXIT_UNFINISHED
-    if any(v.agent.error_kind in _INFRA for v in views.values()):
+    if any(v.agent.error_kind in INFRA_KINDS for v in views.values()):
         return EXIT_INFRA
     if judge == "none" or all(v.judge is not None and v.judge.passed for v in views.values()):
         return EXIT_OK

@@ -31,6 +31,14 @@ def lane_root(path: Path) -> Path:
     return path / LANE_DIR
 
 
+def existing_root(run_dir: Path) -> Path:
+    """The WebVoyager tree of an existing run directory; FarmError naming it when there is none."""
+    root = lane_root(run_dir)
+    if not (root / "manifest.json").is_file():
+        raise FarmError(f"{run_dir}: no WebVoyager run there", hint="check --run and --runs-dir")
+    return root
+
+
 @dataclass
 class Prepared:
     """Everything decided before credentials are read."""
@@ -80,7 +88,8 @@ def prepare(opts: RunOptions) -> Prepared:
         if not tree.manifest.is_file():
             raise FarmError(f"{root}: no WebVoyager run there", hint="check --run / --runs-dir, or start a new run")
         old = store.read_manifest(tree)
-    elif root.exists():
+    elif root.exists() and {p.name for p in root.iterdir()} - {"preflight.ndjson"}:
+        # A tree holding only the log of a refused preflight was never started: the same command may run again.
         raise FarmError(f"{root}: the run already exists",
                         hint="pass a new --run, or --resume to continue it (--retry-from to recover it elsewhere)")
     if opts.retry_from is not None:

@@ -1,0 +1,66 @@
+"""The WebVoyager lane in the farm: its entry in the run's farm manifest and one record per selected task in
+the shared schema, so `farm report`, `farm query` and `farm history` see it like any lane."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from farm.manifest import LaneEntry, Manifest, add_lane, code_fingerprint, manifest_path, save, utc_now
+from farm.results.record import CheckResult, EndReason, Outcome, Record, RunMetrics
+from web_bench.webvoyager.model import TaskView, WvTask
+
+RECORDS_FILE = "records.jsonl"
+_END_REASON: dict[str, EndReason] = {"completed": "answer", "timeout": "timeout", "step_limit": "max_steps",
+                                     "error": "error"}
+INFRA_KINDS = frozenset({"quota", "auth", "service_unavailable", "browser_error", "interrupted", "internal"})
+"""Error kinds that are the service's or the harness's, not the agent's."""
+
+
+def to_record(run_id: str, task: WvTask, view: TaskView | None) -> Record:
+    """The farm record of one selected task: missing and unjudged tasks stay in the denominator as errors."""
+    if view is None:
+        return Record(run=run_id, lane="webvoyager", device="chromium", task_id=task.task_id, category=task.site,
+                      outcome="error", passed=False, reasons=["missing: no agent result"],
+                      failure_kind="infrastructure", failure_category="missing", execution="live")
+    agent, verdict = view.agent, view.judge
+    outcome: Outcome
+    category: str | None = None
+    if agent.error_kind in INFRA_KINDS or agent.error_kind == "website_unavailable":
+        outcome, category = "error", agent.error_kind
+    elif verdict is None or verdict.passed is None:
+        outcome, category = "error", "unjudged"
+    else:
+        outcome = "succeeded" if verdict.passed else "failed"
+    reasons = [r for r in (agent.error, verdict.reason if verdict else None,
+                           verdict.judge_error if verdict else None) if r]
+    checks = [CheckResult(type=f"llm_judge_{verdict.mode}", passed=bool(verdict.passed),
+                          detail=verdict.reason or verdict.judge_error or "")] if verdict else []
+    costs = [agent.usage.cost_usd, verdict.usage.cost_usd if verdict else 0.0]
+    return Record(
+        run=run_id, lane="webvoyager", device="chromium", task_id=task.task_id, category=task.site,
+        outcome=outcome, passed=outcome == "succeeded", checks=checks, answer=agent.final_answer, reasons=reasons,
+        end_reason=_END_REASON[agent.status],
+        failure_kind=None if outcome == "succeeded" else ("agent" if outcome == "failed" else "infrastructure"),
+        failure_category=category, steps=agent.steps, attempt=agent.attempt,
+        metrics=RunMetrics(round_trips=agent.model_rounds, total_ms=agent.duration_ms),
+        tokens=agent.usage.tokens or agent.usage.tokens_observed.model_copy(),
+        cost_usd=None if any(c is None for c in costs) else sum(c for c in costs if c is not None),
+        execution="live", started_at=agent.started_at, ended_at=agent.finished_at,
+        extra={"site": task.site, "status": agent.status, "errorKind": agent.error_kind,
+               "modelRounds": agent.model_rounds, "provenanceRun": view.provenance_run},
+    )
+
+
+def join_farm_manifest(run_dir: Path, run_id: str, detail: Mapping[str, object]) -> None:
+    """Add the lane to `run_dir`'s farm manifest, creating the manifest for a new run."""
+    entry = LaneEntry(lane="webvoyager", outputs=["webvoyager/report.md", "webvoyager/summary.json",
+                                                  "webvoyager/task-metrics.json", RECORDS_FILE],
+                      detail={k: v for k, v in detail.items() if isinstance(v, str | int | float | bool | None)})
+    if manifest_path(run_dir).exists():
+        add_lane(run_dir, entry)
+        return
+    run_dir.mkdir(parents=True, exist_ok=True)
+    save(run_dir, Manifest(run_id=run_id, created_at=utc_now(), command=list(sys.argv), code=code_fingerprint(),
+                           lanes=[entry]))
