@@ -219,3 +219,56 @@ def test_retry_from_recovers_an_old_run_into_a_new_one_read_only(
     assert [(i.task_id, i.kind) for i in new.plan.items] == [("Amazon--0", "quota_retry"), ("Apple--0", "new")]
     summary = _summary(new.root)
     assert (summary["passed"], summary["mixed_provenance"]) == (3, True)
+
+
+def _cli(runs: Path, data: Path, run_id: str, ids: list[str]) -> subprocess.Popen[bytes]:
+    args = ["webvoyager", "run", "--run", run_id, "--runs-dir", str(runs), "--data", str(data),
+            "--ids", ",".join(ids), "--headless", "--stand-in", str(STAND_IN), "--timeout-ms", "60000",
+            "--max-rounds", "6", "--preflight-timeout", "10000"]
+    return subprocess.Popen([sys.executable, "-c", ENTRY, *args], env=dict(os.environ), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, start_new_session=True)
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[bytes] | None = None) -> None:
+    deadline = time.monotonic() + 90
+    while not path.exists():
+        assert time.monotonic() < deadline and (proc is None or proc.poll() is None)
+        time.sleep(0.1)
+
+
+def test_ctrl_c_stops_the_queue_records_the_running_task_and_resume_reruns_it(
+    tmp_path: Path, wv_data: Path, wv_stub: tuple[ModelStub, Scenario],
+) -> None:
+    stub, scenario = wv_stub
+    scenario.agent_override = lambda url, body: StubReply(text="The Allrecipes page.", delay_s=20.0)
+    runs = tmp_path / "runs"
+    proc = _cli(runs, wv_data, "wv-c", SIX[:2])
+    root = runs / "wv-c" / "webvoyager"
+    _wait_for(root / "Allrecipes--0" / "task.json", proc)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(60) == 130
+    result = AgentResult.model_validate_json((root / "Allrecipes--0" / "result.json").read_text())
+    assert result.error_kind == "interrupted"
+    assert not (root / "Allrecipes--1").exists()
+    assert [e.task_id for e in store.load_recovery(store.RunTree(root)).service_retry] == ["Allrecipes--0"]
+    scenario.agent_override = lambda url, body: None
+    resumed = run(tmp_path, wv_data, run_id="wv-c", ids=SIX[:2], resume=True)
+    assert [(i.task_id, i.kind) for i in resumed.plan.items] == [("Allrecipes--0", "service_retry"),
+                                                                 ("Allrecipes--1", "new")]
+    assert resumed.exit_status == 0
+
+
+def test_a_second_scheduler_on_the_same_run_is_refused(
+    tmp_path: Path, wv_data: Path, wv_stub: tuple[ModelStub, Scenario],
+) -> None:
+    stub, scenario = wv_stub
+    scenario.agent_override = lambda url, body: StubReply(text="The Allrecipes page.", delay_s=5.0)
+    runs = tmp_path / "runs"
+    proc = _cli(runs, wv_data, "wv-l", SIX[:1])
+    try:
+        _wait_for(runs / "wv-l" / "webvoyager" / "Allrecipes--0" / "task.json", proc)
+        with pytest.raises(FarmError, match="already running"):
+            run(tmp_path, wv_data, run_id="wv-l", ids=SIX[:1], resume=True)
+    finally:
+        assert proc.wait(60) == 0

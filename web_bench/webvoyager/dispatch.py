@@ -37,20 +37,19 @@ def read_result(attempt_dir: Path) -> AgentResult | None:
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        proc.wait(TERM_WAIT_S)
-    except subprocess.TimeoutExpired:
+    """Stop a worker: SIGTERM to the worker alone (it records an interrupted result and closes its browser),
+    then, after TERM_WAIT_S or once it is gone, SIGKILL to whatever is left of its process group."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
+            proc.wait(TERM_WAIT_S)
+        except subprocess.TimeoutExpired:
             pass
-        proc.wait()
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
 
 
 def run_in_child(

@@ -3,7 +3,9 @@ task in the shared schema, and the finishing files (summary, report, metrics).""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from farm.cli import EXIT_INTERRUPTED
 from farm.errors import FarmError
 from farm.fsutil import atomic_write_text
 from farm.llm.config import LLMConfig
@@ -74,6 +77,28 @@ def finish(prepared: Prepared, views: dict[str, TaskView], *, halted: str | None
 
 
 @contextmanager
+def _scheduler_lock(root: Path) -> Iterator[None]:
+    """One scheduler per run tree: a second one on the same run is refused, naming the holder."""
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / ".scheduler.lock").open("a+") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise FarmError(f"{root}: a scheduler is already running on this run ({holder})",
+                            hint="wait for it to finish, or stop it; never run two on one run") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+@contextmanager
 def _cancel_on_signals(cancel: threading.Event) -> Iterator[None]:
     """Ctrl-C / SIGTERM stop the queue; running workers are stopped and record what they had."""
     if threading.current_thread() is not threading.main_thread():
@@ -97,7 +122,6 @@ def run_webvoyager(opts: RunOptions, *, environ: Mapping[str, str] | None = None
                    on_progress: Callable[[str], None] = lambda _: None) -> RunOutcome:
     """`farm webvoyager run`: plan, then (unless --dry-run) preflight, dispatch, judge and finish."""
     from web_bench.webvoyager.agent import check_display
-    from web_bench.webvoyager.execute import Clients, Dispatcher
 
     prepared = prepare(opts)
     if opts.dry_run:
@@ -108,6 +132,15 @@ def run_webvoyager(opts: RunOptions, *, environ: Mapping[str, str] | None = None
     settings = _settings(opts, agent)
     if prepared.plan.agent_items():
         check_display(settings, env)
+    with _scheduler_lock(prepared.tree.root):
+        return _run_locked(prepared, agent, judge, manifest, settings, env, on_progress)
+
+
+def _run_locked(prepared: Prepared, agent: ModelSetup, judge: ModelSetup | None, manifest: store.WvManifest,
+                settings: AgentSettings, env: Mapping[str, str], on_progress: Callable[[str], None]) -> RunOutcome:
+    from web_bench.webvoyager.execute import Clients, Dispatcher
+
+    opts = prepared.opts
     refused = _preflight(prepared, agent, judge, env)
     if refused is not None:
         return refused
@@ -234,6 +267,8 @@ def _closing(prepared: Prepared, views: Mapping[str, TaskView], halted: str | No
 def _exit_status(tasks: list[WvTask], views: Mapping[str, TaskView], halted: str | None, judge: str) -> int:
     unfinished = [t for t in tasks if t.task_id not in views]
     unjudged = judge != "none" and any(v.judge is None or v.judge.passed is None for v in views.values())
+    if halted == "interrupted":
+        return EXIT_INTERRUPTED
     if halted or unfinished or unjudged:
         return EXIT_UNFINISHED
     if any(v.agent.error_kind in INFRA_KINDS for v in views.values()):
