@@ -149,3 +149,23 @@ def test_headed_without_a_display_is_refused_before_the_preflight(
     with pytest.raises(FarmError, match="--headless"):
         run(tmp_path, wv_data, ids=SIX[:1], headed=True)
     assert scenario.preflights == 0
+
+
+def test_a_restricted_site_is_website_unavailable_counted_apart_and_kept_in_the_denominator(
+    tmp_path: Path, wv_data: Path, wv_stub: tuple[ModelStub, Scenario],
+) -> None:
+    stub, scenario = wv_stub
+
+    def agent(url: str, body: dict[str, object]) -> StubReply | None:
+        if "allrecipes" not in url:
+            return None
+        return StubReply(tool_calls=[("browser_navigate", {"url": "https://www.allrecipes.com/restricted/"})])
+
+    scenario.agent_override = agent
+    outcome = run(tmp_path, wv_data, ids=["Allrecipes--0", "Apple--0"])
+    views = revisions.current(store.RunTree(outcome.root))
+    blocked = views["Allrecipes--0"].agent
+    assert (blocked.status, blocked.error_kind, blocked.restricted_results) == ("error", "website_unavailable", 3)
+    summary = json.loads((outcome.root / "summary.json").read_text())
+    assert (summary["selected"], summary["website_unavailable"], summary["passed"]) == (2, 1, 1)
+    assert summary["provisional_rate"] == 0.5
