@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from farm.llm.client import ModelClient, make_client
-from farm.llm.config import LLMConfig, Provider
+from farm.llm.client import ModelClient
+from farm.llm.config import Provider
 from farm.llm.stub import ModelStub, StubReply, StubRequest, StubUsage
+from tests.helpers.llm import MakeClient, stub_clients
 from tests.helpers.shared_data import shared_data
 from web_bench.webvoyager import judge as judges
 from web_bench.webvoyager.config import WvPrice
@@ -26,7 +27,6 @@ KEY_ENV = "WV_JUDGE_TEST_KEY"
 CANARY_KEY = "sk-judge-canary-3e8d1f0a9b"
 TASK_ID = "Allrecipes--7"
 
-MakeClient = Callable[..., ModelClient]
 
 
 # -- builders and fixtures ------------------------------------------------------------------------
@@ -61,23 +61,10 @@ def stub() -> Iterator[ModelStub]:
 
 @pytest.fixture
 def client_for(stub: ModelStub, monkeypatch: pytest.MonkeyPatch) -> Iterator[MakeClient]:
-    """`client_for(provider, **config)`: a real SDK client of the stub (fast backoff, key from the environment)."""
-    monkeypatch.setenv(KEY_ENV, CANARY_KEY)
-    made: list[ModelClient] = []
-
-    def build(provider: Provider, **fields: object) -> ModelClient:
-        data: dict[str, object] = {
-            "provider": provider, "model": f"{provider}-judge", "base_url": stub.base_url(provider),
-            "api_key_env": KEY_ENV, "timeout_s": 30.0, "max_retries": 1, "backoff_initial_s": 0.01,
-            "backoff_max_s": 0.02,
-        } | fields
-        client = make_client(LLMConfig.model_validate(data))
-        made.append(client)
-        return client
-
-    yield build
-    for client in made:
-        client.close()
+    """`client_for(provider, **config)`: a real SDK client of the stub (fast backoff, the key from the environment)."""
+    with stub_clients(stub, monkeypatch, key_env=KEY_ENV, key=CANARY_KEY, model_suffix="-judge",
+                      defaults={"max_retries": 1, "backoff_max_s": 0.02}) as build:
+        yield build
 
 
 @pytest.fixture

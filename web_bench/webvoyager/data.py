@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from farm.errors import FarmError
 from farm.fsutil import new_file_mode
-from web_bench.webvoyager.dataset import DATA_FILES, DATA_HINT, DataFile, locate, sha256_bytes
+from web_bench.webvoyager.dataset import DATA_FILES, DATA_HINT, DataFile, locate, read_verified, sha256_bytes
 
 DATA_ENV = "FARM_WEBVOYAGER_DATA"
 """Environment variable naming the data directory."""
@@ -234,13 +234,7 @@ def _copy(src_dir: Path, entry: DataFile, dest: Path) -> tuple[Path, str]:
     if path is None:
         names = " or ".join(entry.candidates)
         raise FarmError(f"{src_dir}: no {names} ({entry.what})", hint=DATA_HINT)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise FarmError(f"{path}: cannot read ({exc.strerror})", hint=DATA_HINT) from None
-    got = sha256_bytes(raw)
-    if got != entry.sha256:
-        raise FarmError(f"{path}: SHA-256 {got} is not the pinned {entry.sha256} ({entry.what})", hint=DATA_HINT)
+    raw = read_verified(path, entry)
     fd, tmp = _temp(dest, entry)
     try:
         with os.fdopen(fd, "wb") as out:

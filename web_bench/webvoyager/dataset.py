@@ -178,14 +178,19 @@ def load_tasks(data_dir: Path) -> list[WvTask]:
     path = locate(data_dir, entry)
     if path is None:
         raise FarmError(f"{data_dir / TASKS_FILE}: missing ({entry.what})", hint=DATA_HINT)
+    return tasks_from_reference_file(read_verified(path, entry), path)
+
+
+def read_verified(path: Path, entry: DataFile) -> bytes:
+    """The bytes of `path`, refused (FarmError naming both hashes) unless their SHA-256 is `entry`'s pin."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise FarmError(f"{path}: cannot read ({exc.strerror})", hint=DATA_HINT) from None
     got = sha256_bytes(raw)
     if got != entry.sha256:
-        raise FarmError(f"{path}: SHA-256 {got} is not the pinned {entry.sha256}", hint=DATA_HINT)
-    return tasks_from_reference_file(raw, path)
+        raise FarmError(f"{path}: SHA-256 {got} is not the pinned {entry.sha256} ({entry.what})", hint=DATA_HINT)
+    return raw
 
 
 def tasks_from_reference_file(raw: bytes, path: Path) -> list[WvTask]:
