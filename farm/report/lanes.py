@@ -74,7 +74,7 @@ def _load_builders() -> None:
     # The lanes' builders live with the lanes; importing them registers them.
     import importlib
 
-    for module in ("web_bench.report_section", "farm.desktop.report_section"):
+    for module in ("web_bench.report_section", "web_bench.webvoyager.report_section", "farm.desktop.report_section"):
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as exc:

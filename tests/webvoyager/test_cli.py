@@ -48,3 +48,15 @@ def test_the_farm_report_reads_a_webvoyager_run(tmp_path: Path, wv_data: Path,
                    "--data", str(wv_data))
     assert rebuilt.returncode == 0, rebuilt.stderr
     assert (outcome.root / "report.md").read_text().count("Allrecipes--") >= 2
+
+
+def test_the_farm_report_has_the_webvoyager_section(tmp_path: Path, wv_data: Path,
+                                                    wv_stub: tuple[ModelStub, Scenario]) -> None:
+    from farm.report.build import build_reports
+
+    outcome = run(tmp_path, wv_data, ids=SIX[:2])
+    paths = build_reports([outcome.root.parent], out_dir=tmp_path / "out")
+    markdown = next(p for p in paths if p.suffix == ".md").read_text()
+    section = markdown.split("WebVoyager: LLM-judged browser tasks", 1)[1]
+    assert "| Allrecipes | 2 | 2 | 0 | 0 | 0 | 0 | 100.0% |" in section.replace("  ", " ")
+    assert "scoring is complete" in section
