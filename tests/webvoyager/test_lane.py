@@ -169,3 +169,37 @@ def test_a_restricted_site_is_website_unavailable_counted_apart_and_kept_in_the_
     summary = json.loads((outcome.root / "summary.json").read_text())
     assert (summary["selected"], summary["website_unavailable"], summary["passed"]) == (2, 1, 1)
     assert summary["provisional_rate"] == 0.5
+
+
+def test_a_timeout_that_hid_a_quota_refusal_is_kept_for_a_rerun(
+    tmp_path: Path, wv_data: Path, wv_stub: tuple[ModelStub, Scenario],
+) -> None:
+    stub, scenario = wv_stub
+
+    def agent(url: str, body: dict[str, object]) -> StubReply | None:
+        if "amazon" not in url:
+            return None
+        # The provider stalls once its quota is gone; only a later request says so.
+        scenario.preflight_reply = StubReply.quota(status=429, code=2056)
+        return StubReply(text="late", delay_s=30.0)
+
+    scenario.agent_override = agent
+    outcome = run(tmp_path, wv_data, ids=["Allrecipes--0", "Amazon--0", "Apple--0"], timeout_ms=8000)
+    views = revisions.current(store.RunTree(outcome.root))
+    amazon = views["Amazon--0"].agent
+    assert (amazon.status, amazon.error_kind) == ("timeout", "quota")
+    assert outcome.halted == "quota" and "Apple--0" not in views
+    summary = json.loads((outcome.root / "summary.json").read_text())
+    assert (summary["quota_retry_task_ids"], summary["failed"]) == (["Amazon--0"], 0)
+
+
+def test_a_plain_timeout_stays_a_timeout_when_the_service_answers(
+    tmp_path: Path, wv_data: Path, wv_stub: tuple[ModelStub, Scenario],
+) -> None:
+    stub, scenario = wv_stub
+    scenario.agent_override = lambda url, body: StubReply(text="late", delay_s=30.0)
+    outcome = run(tmp_path, wv_data, ids=["Amazon--0"], timeout_ms=5000)
+    agent = revisions.current(store.RunTree(outcome.root))["Amazon--0"].agent
+    assert (agent.status, agent.error_kind) == ("timeout", None)
+    assert scenario.preflights == 2  # the run's check and the one after the stalled request
+    assert outcome.halted is None and store.load_recovery(store.RunTree(outcome.root)).quota_retry == []

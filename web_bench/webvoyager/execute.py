@@ -54,8 +54,9 @@ class Dispatcher:
     """Runs the plan's items on `concurrency` threads, each agent attempt in its own worker process."""
 
     def __init__(self, prepared: Prepared, clients: Clients, settings: AgentSettings, *,
-                 on_progress: Callable[[str], None], cancel: threading.Event) -> None:
+                 on_progress: Callable[[str], None], cancel: threading.Event, environ: Mapping[str, str]) -> None:
         self.p = prepared
+        self.environ = environ
         self.clients = clients
         self.settings = settings
         self.on_progress = on_progress
@@ -95,6 +96,7 @@ class Dispatcher:
             settings = settings.model_copy(update={"har_path": str(har)})
         self.on_progress(f"{task.task_id}: attempt {item.attempt} started ({item.kind})")
         result = run_in_child(task, item.attempt, attempt_dir, settings, cancel=self.cancel)
+        result = self._unmask_quota(result)
         earlier = self.views.get(task.task_id)
         view = TaskView(
             task_id=task.task_id, site=task.site, agent=result,
@@ -112,6 +114,21 @@ class Dispatcher:
             self.halted = self.halted or halt
             return
         self._judge(task, view)
+
+    def _unmask_quota(self, result: AgentResult) -> AgentResult:
+        """A model request that timed out or lost its connection may have hidden a quota refusal (a provider that
+        stalls once the quota is gone): one service check right after tells, and a quota answer makes the
+        attempt a quota stop, kept for a re-run instead of scored."""
+        last = result.model_calls[-1] if result.model_calls else None
+        if result.error_kind == "quota" or last is None or last.outcome not in ("timeout", "connection"):
+            return result
+        if result.status not in ("timeout", "error"):
+            return result
+        check = preflight(self.p.tree, self.clients.agent, self.p.opts.preflight_timeout_ms, self.environ)
+        if check.outcome != "quota":
+            return result
+        why = f"{result.error or result.status}; a service check right after answered quota ({check.error})"
+        return result.model_copy(update={"error_kind": "quota", "error": why})
 
     def _judge(self, task: WvTask, view: TaskView) -> None:
         if self.p.opts.judge == "none" or self.clients.judge_client is None or self.clients.judge is None:

@@ -153,7 +153,7 @@ def _run_locked(prepared: Prepared, agent: ModelSetup, judge: ModelSetup | None,
 
             judge_client = make_client(judge.llm, environ=env)
         dispatcher = Dispatcher(prepared, Clients(agent=agent, judge=judge, judge_client=judge_client), settings,
-                                on_progress=on_progress, cancel=cancel)
+                                on_progress=on_progress, cancel=cancel, environ=env)
         with _cancel_on_signals(cancel):
             dispatcher.run()
     finally:
