@@ -1,8 +1,13 @@
-"""The model policy: a conversation with an LLM through farm.llm, one tool call per turn."""
+"""The model policy: a conversation with an LLM through farm.llm, one tool call per turn.
+
+The phone stays step-wise (observe → decide → act, see `host_agent.loop`); each decision is one model step of
+the shared loop's `farm.llm.loop.ask`, so retries and errors take the same path as the browser lanes.
+"""
 
 from __future__ import annotations
 
 from farm.llm.client import ModelCallError, ModelClient
+from farm.llm.loop import LoopHooks, ask
 from farm.llm.types import Message, ToolSpec
 from host_agent.observation import Observation
 from host_agent.policy import Decision, ModelUnavailable, TaskContext
@@ -23,6 +28,12 @@ Rules:
 _SCREEN = "\n\nScreen now:\n"
 KEEP_SCREENS = 3
 """Older screens are cut from the conversation (the transcript keeps every one)."""
+
+
+class _PhoneHooks(LoopHooks):
+    """The phone's model step: not streamed, so the request is the one it has always sent."""
+
+    stream = False
 
 
 def goal_text(ctx: TaskContext) -> str:
@@ -47,11 +58,14 @@ class ModelPolicy:
         self._screens: list[int] = []
         self._goal = ""
         self._apps = ""
+        self._step = 0
+        self._hooks = _PhoneHooks()
 
     def begin(self, ctx: TaskContext) -> None:
         """Fresh conversation for a task."""
         self.messages = [Message.system(SYSTEM_PROMPT)]
         self._pending, self._screens = [], []
+        self._step = 0
         self._goal = goal_text(ctx)
         apps = ", ".join(f"{cap}={pkg}" for cap, pkg in sorted(ctx.apps.items()))
         self._apps = f"\nApps on this phone (launch by capability or package): {apps}" if apps else ""
@@ -79,8 +93,9 @@ class ModelPolicy:
                 self.messages.append(Message.tool_result(extra, "not performed: one tool call per turn"))
         else:
             self._add_screen(Message.user(f"{feedback or ''}{_SCREEN}{obs.text}", self._images(obs)))
+        self._step += 1
         try:
-            turn = self.client.complete(self.messages, self.tools)
+            turn = ask(self.client, self.messages, self.tools, step=self._step, hooks=self._hooks)
         except ModelCallError as exc:
             raise ModelUnavailable(exc.line()) from None
         self.messages.append(turn.as_message())

@@ -12,6 +12,9 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
+# The tool result of every lane; the backends and the browser lanes import it from here.
+from farm.llm.loop import ToolResult as ToolResult
+
 BackendName = Literal["playwright", "extension", "android-chrome"]
 BACKEND_NAMES: tuple[BackendName, ...] = ("playwright", "extension", "android-chrome")
 DEFAULT_BACKENDS: tuple[BackendName, ...] = ("playwright", "extension")
@@ -151,19 +154,6 @@ SYSTEM_PROMPT = (
     "page changes. When the task is done, reply with a short final answer (include any value the task "
     "asks for) and do not call more tools."
 )
-
-
-class ToolResult(BaseModel):
-    """What a tool call returns to the model."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    text: str
-    """Text output (snapshot, confirmation or error)."""
-    image_jpeg: bytes | None = None
-    """Screenshot bytes, for browser_take_screenshot."""
-    is_error: bool = False
-    """Whether the call failed (bad arguments, stale ref, timeout…)."""
 
 
 def parse_args(name: str, arguments: Mapping[str, JsonValue]) -> _Args:

@@ -3,7 +3,7 @@ limits, the access guard, and the attempt's files.
 
 Files, in the order they are written: `task.json` (at once), `trace.ndjson` (streamed), `session.json`,
 `final-<sha256[:16]>.png` (when the page could be captured), `result.json` (atomic, last — its presence means
-the attempt is over). The model loop is the one the web lane uses (`web_bench.model_policy.run_tool_loop`).
+the attempt is over). The model loop is the one every lane uses (`farm.llm.loop.run_tool_loop`).
 """
 
 from __future__ import annotations
@@ -24,10 +24,11 @@ from farm.errors import FarmError
 from farm.fsutil import atomic_write_text, new_file_mode
 from farm.llm.client import ModelCallError, ModelClient, make_client
 from farm.llm.config import LLMConfig
+from farm.llm.loop import LoopHalt, LoopHooks, run_tool_loop
 from farm.llm.types import Message, ModelTurn, ToolCall, ToolSpec
 from farm.manifest import utc_now
 from web_bench.browser.contract import ACTION_TIMEOUT_MS, NAVIGATION_TIMEOUT_MS, TOOLS_BY_NAME, ToolResult
-from web_bench.model_policy import LoopHalt, LoopHooks, run_tool_loop, tool_specs
+from web_bench.model_policy import tool_specs
 from web_bench.webvoyager import accounting
 from web_bench.webvoyager.config import WvPrice
 from web_bench.webvoyager.guard import GuardAction

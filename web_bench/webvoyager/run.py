@@ -88,7 +88,7 @@ def prepare(opts: RunOptions) -> Prepared:
         if not tree.manifest.is_file():
             raise FarmError(f"{root}: no WebVoyager run there", hint="check --run / --runs-dir, or start a new run")
         old = store.read_manifest(tree)
-    elif root.exists() and {p.name for p in root.iterdir()} - {"preflight.ndjson"}:
+    elif root.exists() and {p.name for p in root.iterdir()} - {"preflight.ndjson", ".scheduler.lock"}:
         # A tree holding only the log of a refused preflight was never started: the same command may run again.
         raise FarmError(f"{root}: the run already exists",
                         hint="pass a new --run, or --resume to continue it (--retry-from to recover it elsewhere)")
