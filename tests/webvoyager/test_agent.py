@@ -19,7 +19,8 @@ from farm.llm.client import ModelCallError, make_client
 from farm.llm.config import LLMConfig
 from farm.llm.stub import ModelStub, StubReply
 from farm.llm.types import Attempt
-from web_bench.webvoyager.agent import AgentSettings, model_error_kind, run_attempt
+from web_bench.webvoyager.agent import AgentSettings, run_attempt
+from web_bench.webvoyager.attempt import model_error_kind
 from web_bench.webvoyager.model import AgentResult, WvTask
 from web_bench.webvoyager.standin import DEFAULT_STAND_IN
 from web_bench.webvoyager.trace import (
