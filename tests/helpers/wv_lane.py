@@ -109,10 +109,11 @@ def wv_stub(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ModelStub, Scenar
 
 
 def options(tmp_path: Path, data: Path, **fields: Any) -> RunOptions:
-    """Run options for a test: headless, the stand-in sites, short limits."""
+    """Run options for a test: headless, the stand-in sites, short limits, three tasks at once (tests whose
+    assertions need the dispatch order pass `concurrency=1`)."""
     base: dict[str, Any] = {"run_id": "wv-t", "runs_dir": tmp_path / "runs", "data_dir": data, "ids": list(SIX),
                             "headed": False, "stand_in": STAND_IN, "timeout_ms": 60_000, "max_rounds": 6,
-                            "preflight_timeout_ms": 10_000}
+                            "preflight_timeout_ms": 10_000, "concurrency": 3}
     base.update(fields)
     return RunOptions.model_validate(base)
 

@@ -70,7 +70,8 @@ def test_a_quota_failure_is_kept_for_resume_and_resume_retries_it_first(
         return None
 
     scenario.agent_override = agent
-    first = run(tmp_path, wv_data)
+    four = ["Allrecipes--0", "Allrecipes--1", "Amazon--0", "Amazon--1"]
+    first = run(tmp_path, wv_data, ids=four, concurrency=1)
     summary = json.loads((first.root / "summary.json").read_text())
     assert first.halted == "quota" and first.exit_status == 3
     assert summary["quota_retry_task_ids"] == ["Amazon--0"]
@@ -82,13 +83,13 @@ def test_a_quota_failure_is_kept_for_resume_and_resume_retries_it_first(
 
     # Still out of quota: the preflight says so and no attempt is created.
     scenario.preflight_reply = StubReply.quota(status=200, code=2056)
-    blocked = run(tmp_path, wv_data, resume=True)
+    blocked = run(tmp_path, wv_data, ids=four, concurrency=1, resume=True)
     assert blocked.exit_status == 3 and not (first.root / "Amazon--0" / "attempts").exists()
     assert [e.task_id for e in store.load_recovery(store.RunTree(first.root)).quota_retry] == ["Amazon--0"]
 
     quota["on"] = False
     scenario.preflight_reply = None
-    resumed = run(tmp_path, wv_data, resume=True)
+    resumed = run(tmp_path, wv_data, ids=four, concurrency=1, resume=True)
     assert resumed.exit_status == 0, resumed.lines
     assert [i.task_id for i in resumed.plan.items][:1] == ["Amazon--0"]
     assert resumed.plan.items[0].kind == "quota_retry" and resumed.plan.items[0].attempt == 2
@@ -96,7 +97,7 @@ def test_a_quota_failure_is_kept_for_resume_and_resume_retries_it_first(
     assert second.status == "completed"
     assert (first.root / "Amazon--0" / "result.json").is_file()  # the first attempt is kept
     final = json.loads((first.root / "summary.json").read_text())
-    assert (final["passed"], final["quota_retry_task_ids"], final["superseded_attempts"]) == (6, [], 1)
+    assert (final["passed"], final["quota_retry_task_ids"], final["superseded_attempts"]) == (4, [], 1)
 
 
 def test_the_pinned_prompt_is_refused_before_any_credential(tmp_path: Path, wv_data: Path,
@@ -184,7 +185,7 @@ def test_a_timeout_that_hid_a_quota_refusal_is_kept_for_a_rerun(
         return StubReply(text="late", delay_s=30.0)
 
     scenario.agent_override = agent
-    outcome = run(tmp_path, wv_data, ids=["Allrecipes--0", "Amazon--0", "Apple--0"], timeout_ms=8000)
+    outcome = run(tmp_path, wv_data, ids=["Amazon--0", "Apple--0"], timeout_ms=6000, concurrency=1)
     views = revisions.current(store.RunTree(outcome.root))
     amazon = views["Amazon--0"].agent
     assert (amazon.status, amazon.error_kind) == ("timeout", "quota")
