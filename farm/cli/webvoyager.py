@@ -46,8 +46,10 @@ def run(
     count: int | None = typer.Option(None, "--count", metavar="N", help="The first N tasks of the set."),
     concurrency: int = typer.Option(1, "--concurrency", metavar="N",
                                     help="Tasks at once, 1–8 (each its own Chromium)."),
-    timeout_ms: int = typer.Option(600000, "--timeout-ms", "--timeout", metavar="MS",
-                                   help="Agent time limit per task."),
+    timeout_ms: int | None = typer.Option(None, "--timeout-ms", metavar="MS", show_default=False,
+                                          help="Agent time limit per task (default 600000)."),
+    timeout_alias: int | None = typer.Option(None, "--timeout", metavar="MS", hidden=True,
+                                             help="The seed's name of --timeout-ms."),
     max_rounds: int = typer.Option(50, "--max-rounds", metavar="N", help="Model rounds per task."),
     reasoning_effort: str | None = typer.Option(
         None, "--reasoning-effort", metavar="LEVEL",
@@ -77,15 +79,17 @@ def run(
     chromium: str | None = typer.Option(None, "--chromium", metavar="FILE", help="Chromium executable."),
 ) -> None:
     """Run the WebVoyager tasks: each in its own Chromium, scored by an independent LLM judge."""
+    from farm.cli.aliases import either
     from farm.cli.paths import check_output_dir
     from farm.errors import FarmError
     from web_bench.webvoyager.lane import run_webvoyager
-    from web_bench.webvoyager.options import RunOptions
+    from web_bench.webvoyager.options import DEFAULT_TIMEOUT_MS, RunOptions
 
     if judge not in ("reference", "evidence", "none"):
         raise FarmError(f"--judge: unknown judge {judge[:40]!r}", hint="use reference, evidence or none")
     if not 1 <= concurrency <= 8:
         raise FarmError(f"--concurrency: must be 1…8, got {concurrency}", hint="pass --concurrency 1 to 8")
+    limit, _ = either(timeout_ms, timeout_alias, "--timeout-ms", "--timeout")
     run_id = run_name or "wv-" + dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     _run_dir(runs_dir, run_id)
     if not dry_run:
@@ -93,7 +97,8 @@ def run(
     try:
         opts = RunOptions(
             run_id=run_id, runs_dir=runs_dir, data_dir=data_dir, ids=_split(ids), count=count,
-            concurrency=concurrency, timeout_ms=timeout_ms, max_rounds=max_rounds, reasoning_effort=reasoning_effort,
+            concurrency=concurrency, timeout_ms=DEFAULT_TIMEOUT_MS if limit is None else limit, max_rounds=max_rounds,
+            reasoning_effort=reasoning_effort,
             headed=headed, judge=judge, preflight_timeout_ms=preflight_timeout_ms,
             resume=resume, retry_from=retry_from, rerun_ids=_split(rerun_ids) or [], new_rerun=new_rerun,
             judge_only=judge_only, dry_run=dry_run, record_har=record_har, replay_har=replay_har,
