@@ -5,9 +5,11 @@ variables from this process)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,12 +95,12 @@ class Scenario:
         return StubReply(text=f"The page is the {seen} home page.")
 
 
-@pytest.fixture
-def wv_stub(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ModelStub, Scenario]]:
-    """The stub serving agent and judge, with the EVAL_* variables pointing at it."""
+@contextmanager
+def stub_models(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ModelStub, Scenario]]:
+    """The stub serving agent and judge, with the EVAL_* variables pointing at it (and no other model set)."""
     scenario = Scenario()
     with ModelStub(responder=scenario.respond) as stub:
-        for name in [n for n in list(__import__("os").environ) if n.startswith(("EVAL_", "FARM_LLM_"))]:
+        for name in [n for n in os.environ if n.startswith(("EVAL_", "FARM_LLM_"))]:
             monkeypatch.delenv(name)
         monkeypatch.setenv("EVAL_PROVIDER", "openai")
         monkeypatch.setenv("EVAL_MODEL", "stub-model")
@@ -106,6 +108,13 @@ def wv_stub(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ModelStub, Scenar
         monkeypatch.setenv("EVAL_API_KEY", KEY)
         monkeypatch.setenv("EVAL_PRICING_JSON", '{"input": 2, "output": 8, "cache_read": 0.5, "cache_write": 3}')
         yield stub, scenario
+
+
+@pytest.fixture
+def wv_stub(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ModelStub, Scenario]]:
+    """`stub_models` for one test."""
+    with stub_models(monkeypatch) as pair:
+        yield pair
 
 
 def options(tmp_path: Path, data: Path, **fields: Any) -> RunOptions:

@@ -12,8 +12,6 @@ import pytest
 
 from farm.errors import FarmError
 from farm.llm.stub import ModelStub, StubReply
-from farm.manifest import load
-from farm.results.store import read_records
 from tests.helpers.wv_lane import SIX, Scenario, run, wv_data, wv_stub
 from web_bench.webvoyager import revisions, store
 from web_bench.webvoyager.model import AgentResult
@@ -45,19 +43,6 @@ def test_six_tasks_run_end_to_end_with_every_file(tmp_path: Path, wv_data: Path,
     assert len(preflight) == 1 and json.loads(preflight[0])["role"] == "preflight"
 
 
-def test_the_run_joins_the_farm_manifest_and_records(tmp_path: Path, wv_data: Path,
-                                                      wv_stub: tuple[ModelStub, Scenario]) -> None:
-    outcome = run(tmp_path, wv_data, ids=SIX[:2])
-    run_dir = outcome.root.parent
-    manifest = load(run_dir)
-    assert [lane.lane for lane in manifest.lanes] == ["webvoyager"]
-    records = read_records(run_dir / "records.jsonl")
-    assert [(r.task_id, r.lane, r.outcome) for r in records] == [(t, "webvoyager", "succeeded") for t in SIX[:2]]
-    assert "credential" not in (outcome.root / "manifest.json").read_text().lower()
-    assert "wv-test-key" not in "".join(p.read_text(errors="replace") for p in run_dir.rglob("*") if p.is_file()
-                                        and p.suffix in (".json", ".ndjson", ".jsonl", ".md", ".csv", ".log"))
-
-
 def test_a_quota_failure_is_kept_for_resume_and_resume_retries_it_first(
     tmp_path: Path, wv_data: Path, wv_stub: tuple[ModelStub, Scenario],
 ) -> None:
@@ -70,8 +55,8 @@ def test_a_quota_failure_is_kept_for_resume_and_resume_retries_it_first(
         return None
 
     scenario.agent_override = agent
-    four = ["Allrecipes--0", "Allrecipes--1", "Amazon--0", "Amazon--1"]
-    first = run(tmp_path, wv_data, ids=four, concurrency=1)
+    three = ["Allrecipes--0", "Amazon--0", "Apple--0"]
+    first = run(tmp_path, wv_data, ids=three, concurrency=1)
     summary = json.loads((first.root / "summary.json").read_text())
     assert first.halted == "quota" and first.exit_status == 3
     assert summary["quota_retry_task_ids"] == ["Amazon--0"]
@@ -79,17 +64,17 @@ def test_a_quota_failure_is_kept_for_resume_and_resume_retries_it_first(
     recovery = store.load_recovery(store.RunTree(first.root))
     assert [e.task_id for e in recovery.quota_retry] == ["Amazon--0"]
     views = revisions.current(store.RunTree(first.root))
-    assert set(views) == {"Allrecipes--0", "Allrecipes--1", "Amazon--0"}  # dispatch stopped at the quota
+    assert set(views) == {"Allrecipes--0", "Amazon--0"}  # dispatch stopped at the quota
 
     # Still out of quota: the preflight says so and no attempt is created.
     scenario.preflight_reply = StubReply.quota(status=200, code=2056)
-    blocked = run(tmp_path, wv_data, ids=four, concurrency=1, resume=True)
+    blocked = run(tmp_path, wv_data, ids=three, concurrency=1, resume=True)
     assert blocked.exit_status == 3 and not (first.root / "Amazon--0" / "attempts").exists()
     assert [e.task_id for e in store.load_recovery(store.RunTree(first.root)).quota_retry] == ["Amazon--0"]
 
     quota["on"] = False
     scenario.preflight_reply = None
-    resumed = run(tmp_path, wv_data, ids=four, concurrency=1, resume=True)
+    resumed = run(tmp_path, wv_data, ids=three, concurrency=1, resume=True)
     assert resumed.exit_status == 0, resumed.lines
     assert [i.task_id for i in resumed.plan.items][:1] == ["Amazon--0"]
     assert resumed.plan.items[0].kind == "quota_retry" and resumed.plan.items[0].attempt == 2
@@ -97,7 +82,7 @@ def test_a_quota_failure_is_kept_for_resume_and_resume_retries_it_first(
     assert second.status == "completed"
     assert (first.root / "Amazon--0" / "result.json").is_file()  # the first attempt is kept
     final = json.loads((first.root / "summary.json").read_text())
-    assert (final["passed"], final["quota_retry_task_ids"], final["superseded_attempts"]) == (4, [], 1)
+    assert (final["passed"], final["quota_retry_task_ids"], final["superseded_attempts"]) == (3, [], 1)
 
 
 def test_the_pinned_prompt_is_refused_before_any_credential(tmp_path: Path, wv_data: Path,

@@ -33,7 +33,7 @@ def test_a_killed_scheduler_resumes_and_registers_what_its_worker_wrote(
 ) -> None:
     stub, scenario = wv_stub
     # The second task's model reply is slow, so the scheduler can be killed while that worker runs.
-    scenario.agent_override = lambda url, body: (StubReply(text="The Allrecipes page.", delay_s=4.0)
+    scenario.agent_override = lambda url, body: (StubReply(text="The Allrecipes page.", delay_s=3.0)
                                                  if "allrecipes" in url and len(scenario.agent_requests) > 2 else None)
     runs = tmp_path / "runs"
     args = ["webvoyager", "run", "--run", "wv-k", "--runs-dir", str(runs), "--data", str(wv_data),
@@ -265,7 +265,7 @@ def test_a_second_scheduler_on_the_same_run_is_refused(
     tmp_path: Path, wv_data: Path, wv_stub: tuple[ModelStub, Scenario],
 ) -> None:
     stub, scenario = wv_stub
-    scenario.agent_override = lambda url, body: StubReply(text="The Allrecipes page.", delay_s=5.0)
+    scenario.agent_override = lambda url, body: StubReply(text="The Allrecipes page.", delay_s=3.0)
     runs = tmp_path / "runs"
     proc = _cli(runs, wv_data, "wv-l", SIX[:1])
     try:
