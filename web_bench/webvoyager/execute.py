@@ -19,7 +19,7 @@ from web_bench.webvoyager.agent import AgentSettings
 from web_bench.webvoyager.config import ModelSetup
 from web_bench.webvoyager.model import AgentResult, JudgeVerdict, ModelCall, TaskView, WvTask
 from web_bench.webvoyager.plan import WorkItem
-from web_bench.webvoyager.run import Prepared
+from web_bench.webvoyager.run import Prepared, next_view
 
 Halt = Literal["quota", "service_unavailable", "auth", "interrupted"]
 _HALTING: dict[str, Halt] = {"quota": "quota", "service_unavailable": "service_unavailable", "auth": "auth"}
@@ -97,12 +97,7 @@ class Dispatcher:
         self.on_progress(f"{task.task_id}: attempt {item.attempt} started ({item.kind})")
         result = run_in_child(task, item.attempt, attempt_dir, settings, cancel=self.cancel)
         result = self._unmask_quota(result)
-        earlier = self.views.get(task.task_id)
-        view = TaskView(
-            task_id=task.task_id, site=task.site, agent=result,
-            superseded_attempts=[*earlier.superseded_attempts, earlier.agent.attempt] if earlier else [],
-            superseded_agent_cost_usd=_superseded(earlier),
-        )
+        view = next_view(task, result, self.views.get(task.task_id))
         self._commit(view, "rerun" if item.kind == "rerun" else ("recovery" if item.kind != "new" else "agent"))
         self._recovery(lambda r: store.note_agent_result(r, result))
         self.on_progress(f"{task.task_id}: agent {result.status}"
@@ -192,11 +187,3 @@ def attempt_dir_of(prepared: Prepared, task_id: str, attempt: int) -> Path:
     if (here / "result.json").is_file() or prepared.source_root is None:
         return here
     return store.RunTree(prepared.source_root).attempt_dir(task_id, attempt)
-
-
-def _superseded(earlier: TaskView | None) -> float | None:
-    if earlier is None:
-        return 0.0
-    if earlier.superseded_agent_cost_usd is None or earlier.agent.usage.cost_usd is None:
-        return None
-    return earlier.superseded_agent_cost_usd + earlier.agent.usage.cost_usd

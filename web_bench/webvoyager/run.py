@@ -15,7 +15,7 @@ from farm.errors import FarmError
 from farm.manifest import code_fingerprint, utc_now
 from web_bench.webvoyager import dataset, revisions, store
 from web_bench.webvoyager.data import default_data_dir
-from web_bench.webvoyager.model import TaskView, WvTask
+from web_bench.webvoyager.model import AgentResult, TaskView, WvTask
 from web_bench.webvoyager.options import RunOptions
 from web_bench.webvoyager.plan import Plan, plan_work
 from web_bench.webvoyager.prompt import JudgePrompt, load_reference_prompt
@@ -154,12 +154,7 @@ def _recover_orphans(tree: store.RunTree, tasks: list[WvTask], views: dict[str, 
         current = views[task.task_id].agent.attempt if task.task_id in views else 0
         attempt = current + 1
         while (result := read_result(tree.attempt_dir(task.task_id, attempt))) is not None:
-            earlier = views.get(task.task_id)
-            view = TaskView(
-                task_id=task.task_id, site=task.site, agent=result,
-                superseded_attempts=([*earlier.superseded_attempts, earlier.agent.attempt] if earlier else []),
-                superseded_agent_cost_usd=_superseded_cost(earlier),
-            )
+            view = next_view(task, result, views.get(task.task_id))
             if write:
                 revisions.commit(tree, view, "recovery")
                 store.note_agent_result(recovery, result)
@@ -170,12 +165,17 @@ def _recover_orphans(tree: store.RunTree, tasks: list[WvTask], views: dict[str, 
     return views
 
 
-def _superseded_cost(earlier: TaskView | None) -> float | None:
+def next_view(task: WvTask, result: AgentResult, earlier: TaskView | None) -> TaskView:
+    """The task's view once `result` is its current attempt: the earlier attempt is superseded, and its cost is
+    kept apart (unknown when any superseded cost is unknown)."""
     if earlier is None:
-        return 0.0
-    if earlier.superseded_agent_cost_usd is None or earlier.agent.usage.cost_usd is None:
-        return None
-    return earlier.superseded_agent_cost_usd + earlier.agent.usage.cost_usd
+        return TaskView(task_id=task.task_id, site=task.site, agent=result)
+    cost = None
+    if earlier.superseded_agent_cost_usd is not None and earlier.agent.usage.cost_usd is not None:
+        cost = earlier.superseded_agent_cost_usd + earlier.agent.usage.cost_usd
+    return TaskView(task_id=task.task_id, site=task.site, agent=result,
+                    superseded_attempts=[*earlier.superseded_attempts, earlier.agent.attempt],
+                    superseded_agent_cost_usd=cost)
 
 
 def plan_lines(prepared: Prepared) -> list[str]:
