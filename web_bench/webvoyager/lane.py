@@ -6,7 +6,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import signal
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -14,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from farm.cli import EXIT_INTERRUPTED
 from farm.errors import FarmError
 from farm.fsutil import atomic_write_text
 from farm.llm.config import LLMConfig
 from farm.manifest import utc_now
+from farm.signals import EXIT_INTERRUPTED, stop_on_signals
 from farm.sweep.request import EXIT_FAILED, EXIT_INFRA, EXIT_OK, EXIT_UNFINISHED
 from web_bench.webvoyager import store
 from web_bench.webvoyager.farm_join import INFRA_KINDS, RECORDS_FILE, join_farm_manifest, to_record
@@ -98,26 +97,6 @@ def _scheduler_lock(root: Path) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-@contextmanager
-def _cancel_on_signals(cancel: threading.Event) -> Iterator[None]:
-    """Ctrl-C / SIGTERM stop the queue; running workers are stopped and record what they had."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-
-    def handler(signum: int, frame: object) -> None:
-        cancel.set()
-
-    for sig in previous:
-        signal.signal(sig, handler)
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
 def run_webvoyager(opts: RunOptions, *, environ: Mapping[str, str] | None = None,
                    on_progress: Callable[[str], None] = lambda _: None) -> RunOutcome:
     """`farm webvoyager run`: plan, then (unless --dry-run) preflight, dispatch, judge and finish."""
@@ -154,7 +133,7 @@ def _run_locked(prepared: Prepared, agent: ModelSetup, judge: ModelSetup | None,
             judge_client = make_client(judge.llm, environ=env)
         dispatcher = Dispatcher(prepared, Clients(agent=agent, judge=judge, judge_client=judge_client), settings,
                                 on_progress=on_progress, cancel=cancel, environ=env)
-        with _cancel_on_signals(cancel):
+        with stop_on_signals(cancel, lambda name: on_progress(f"{name}: stopping; running tasks record what they had")):
             dispatcher.run()
     finally:
         if judge_client is not None:
