@@ -1,16 +1,21 @@
-"""The model policy: a conversation with an LLM through farm.llm, one tool call per turn.
+"""The phone's model policy: a conversation with an LLM through farm.llm, one tool call per turn.
 
-The phone stays step-wise (observe → decide → act, see `host_agent.loop`); each decision is one model step of
-the shared loop's `farm.llm.loop.ask`, so retries and errors take the same path as the browser lanes.
+It implements `farm.llm.loop.Policy[PhoneBrief]`; each step is one model step of `farm.llm.loop.ask` with the
+hooks the loop began it with, so retries and errors take the same path as the browser lanes. The conversation
+is the phone's own: every tool result carries the screen read after the call, and only the first call of a
+reply is performed.
 """
 
 from __future__ import annotations
 
-from farm.llm.client import ModelCallError, ModelClient
-from farm.llm.loop import LoopHooks, ask
+from collections.abc import Sequence
+
+from farm.llm.client import ModelClient
+from farm.llm.loop import Feedback, LoopHooks, Step, ask
 from farm.llm.types import Message, ToolSpec
 from host_agent.observation import Observation
-from host_agent.policy import Decision, ModelUnavailable, TaskContext
+from host_agent.policy import PhoneBrief, TaskContext
+from host_agent.session import said, screen_now
 from host_agent.tools import tool_specs
 
 SYSTEM_PROMPT = """You operate an Android phone for a user, one tool call per turn.
@@ -30,12 +35,6 @@ KEEP_SCREENS = 3
 """Older screens are cut from the conversation (the transcript keeps every one)."""
 
 
-class _PhoneHooks(LoopHooks):
-    """The phone's model step: not streamed, so the request is the one it has always sent."""
-
-    stream = False
-
-
 def goal_text(ctx: TaskContext) -> str:
     """The goal as the user says it (web-channel tasks are told to use the web)."""
     goal = ctx.task.goal
@@ -45,7 +44,7 @@ def goal_text(ctx: TaskContext) -> str:
 
 
 class ModelPolicy:
-    """Keeps one conversation per task; a call that is not a tool call is a step error the model sees."""
+    """Keeps one conversation per task; a reply that is not a tool call is a step error the model sees."""
 
     name = "model"
 
@@ -58,17 +57,19 @@ class ModelPolicy:
         self._screens: list[int] = []
         self._goal = ""
         self._apps = ""
-        self._step = 0
-        self._hooks = _PhoneHooks()
+        self._screen: Observation | None = None
+        self._hooks = LoopHooks()
 
-    def begin(self, ctx: TaskContext) -> None:
-        """Fresh conversation for a task."""
+    def begin(self, brief: PhoneBrief, hooks: LoopHooks) -> None:
+        """Fresh conversation for a task, opening on the brief's screen; model steps are reported to `hooks`."""
+        ctx = brief.ctx
         self.messages = [Message.system(SYSTEM_PROMPT)]
         self._pending, self._screens = [], []
-        self._step = 0
         self._goal = goal_text(ctx)
         apps = ", ".join(f"{cap}={pkg}" for cap, pkg in sorted(ctx.apps.items()))
         self._apps = f"\nApps on this phone (launch by capability or package): {apps}" if apps else ""
+        self._screen = brief.screen
+        self._hooks = hooks
 
     def _images(self, obs: Observation) -> list[bytes]:
         return [obs.screenshot] if (self.wants_screenshots and obs.screenshot) else []
@@ -82,30 +83,25 @@ class ModelPolicy:
                 cut = old.text.split(_SCREEN, 1)[0] + _SCREEN + "(older screen omitted)"
                 self.messages[index] = old.model_copy(update={"text": cut, "images": []})
 
-    def decide(self, obs: Observation, feedback: str | None) -> Decision:
-        """Send the new screen (as the result of the last call) and return the model's next call."""
+    def step(self, step: int, feedback: Sequence[Feedback]) -> Step:
+        """Send what the last call did with the screen now (the same screen when it was not performed) and
+        return the model's next call: at most one per step."""
+        assert self._screen is not None, "begin() first"
+        obs = self._screen = screen_now(feedback, self._screen)
+        told = said(feedback[0]) if feedback else None
         if len(self.messages) == 1:
             self._add_screen(Message.user(f"Task: {self._goal}{self._apps}{_SCREEN}{obs.text}", self._images(obs)))
         elif self._pending:
             first, *rest = self._pending
-            self._add_screen(Message.tool_result(first, f"{feedback or 'done'}{_SCREEN}{obs.text}", self._images(obs)))
+            self._add_screen(Message.tool_result(first, f"{told or 'done'}{_SCREEN}{obs.text}", self._images(obs)))
             for extra in rest:
                 self.messages.append(Message.tool_result(extra, "not performed: one tool call per turn"))
         else:
-            self._add_screen(Message.user(f"{feedback or ''}{_SCREEN}{obs.text}", self._images(obs)))
-        self._step += 1
-        try:
-            turn = ask(self.client, self.messages, self.tools, step=self._step, hooks=self._hooks)
-        except ModelCallError as exc:
-            raise ModelUnavailable(exc.line()) from None
+            self._add_screen(Message.user(f"{told or ''}{_SCREEN}{obs.text}", self._images(obs)))
+        turn = ask(self.client, self.messages, self.tools, step=step, hooks=self._hooks)
         self.messages.append(turn.as_message())
-        trips = len(turn.attempts) or 1
         if not turn.tool_calls:
             self._pending = []
-            return Decision(tool="", arguments="", text=turn.text, tokens=turn.usage, cost_usd=turn.cost_usd,
-                            model_ms=turn.latency_ms, round_trips=trips,
-                            error="no tool call: reply with exactly one tool call")
+            return Step(text=turn.text, reply=turn, error="no tool call: reply with exactly one tool call")
         self._pending = [c.id for c in turn.tool_calls]
-        call = turn.tool_calls[0]
-        return Decision(tool=call.name, arguments=call.arguments_json, text=turn.text, tokens=turn.usage,
-                        cost_usd=turn.cost_usd, model_ms=turn.latency_ms, round_trips=trips)
+        return Step(calls=[turn.tool_calls[0]], text=turn.text, reply=turn)

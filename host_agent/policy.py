@@ -1,22 +1,22 @@
-"""What drives the agent: a policy turns the current screen into the next tool call."""
+"""What a phone policy is told: the task, the apps, the first screen.
+
+Phone policies (`host_agent.model_policy.ModelPolicy`, `host_agent.scripted.ScriptedPolicy`) implement the one
+policy protocol, `farm.llm.loop.Policy[PhoneBrief]`, and are driven by `farm.llm.loop.run_tool_loop`
+(see `host_agent.loop.run_attempt`). Besides the protocol they carry `wants_screenshots`: whether the lane's
+screen reads attach a JPEG for them.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
 
-from farm.results.record import Tokens
 from farm.taskset.model import Task
 from host_agent.observation import Observation
 
 
 class PolicyUnavailable(Exception):
     """The policy cannot drive this task at all (no script, no model): a harness problem, not the agent's."""
-
-
-class ModelUnavailable(PolicyUnavailable):
-    """The model could not be reached after retries: an infrastructure error, not the agent's choice."""
 
 
 @dataclass(frozen=True)
@@ -29,39 +29,11 @@ class TaskContext:
     """Capability → package on this phone."""
 
 
-@dataclass
-class Decision:
-    """The policy's next move: one tool call (maybe malformed), plus what producing it cost."""
+@dataclass(frozen=True)
+class PhoneBrief:
+    """The brief a phone policy begins with: the task, and the screen read before its first step."""
 
-    tool: str
-    """Tool name as the policy gave it."""
-    arguments: str
-    """Arguments as the policy gave them (JSON text; may be malformed)."""
-    text: str | None = None
-    """Free text the model wrote along with the call."""
-    error: str | None = None
-    """Set when the policy produced no usable call at all (e.g. the model wrote text only)."""
-    tokens: Tokens | None = None
-    """Token usage of the model call behind this decision."""
-    cost_usd: float | None = None
-    """Cost of that call; null when unknown."""
-    model_ms: float = 0.0
-    """Time spent waiting for the decision."""
-    round_trips: int = 0
-    """Model requests made for it (0 for scripts)."""
-
-
-class Policy(Protocol):
-    """A model or a script."""
-
-    name: str
-    """`model` or `scripted`."""
-    wants_screenshots: bool
-    """Whether observations should carry a JPEG."""
-
-    def begin(self, ctx: TaskContext) -> None:
-        """Start a new task (fresh conversation or script)."""
-
-    def decide(self, obs: Observation, feedback: str | None) -> Decision:
-        """The next call, given the screen and what the previous call did (None before the first)."""
-        ...
+    ctx: TaskContext
+    """The task and the phone's apps."""
+    screen: Observation
+    """The first screen (later screens come with each call's result, `host_agent.session.PhoneResult`)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from farm.llm.loop import Policy
 from farm.results.device_line import DeviceCheck, DeviceMetrics, DeviceTokens, WrittenScore
 from farm.scoring import score
 from farm.scoring.evidence import Evidence, ScoreResult
@@ -14,7 +15,7 @@ from host_agent.actions import ActionEnv
 from host_agent.evalout import EvalTree
 from host_agent.loop import Attempt, OnTakeover, run_attempt
 from host_agent.phone import Phone, PhoneError
-from host_agent.policy import Policy, TaskContext
+from host_agent.policy import PhoneBrief, TaskContext
 from host_agent.transcript import TranscriptWriter
 from host_agent.verify import verify
 
@@ -47,7 +48,7 @@ class TaskReport:
 def run_task(
     spec: TaskSpec,
     phone: Phone,
-    policy: Policy,
+    policy: Policy[PhoneBrief],
     tree: EvalTree,
     *,
     execution: str = "live",

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +28,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from farm.errors import FarmError
+from farm.llm.loop import Feedback, LoopHooks, Step
+from farm.llm.types import ToolCall
 from host_agent.observation import Observation, UiNode
-from host_agent.policy import Decision, PolicyUnavailable, TaskContext
+from host_agent.policy import PhoneBrief, PolicyUnavailable, TaskContext
+from host_agent.session import screen_now
 
 DEFAULT_SCRIPTS = Path(__file__).resolve().parent.parent / "fixtures" / "scripts"
 _VALUE = re.compile(r"\{(marker|read:[^{}]+|after:[^{}]+)\}")
@@ -92,7 +96,10 @@ def _fill(text: str, obs: Observation, ctx: TaskContext) -> str:
 
 
 class ScriptedPolicy:
-    """Plays the script of the current task; gives up when there is none or it runs out."""
+    """Plays the script of the current task (one call per step, ids `s1`, `s2`…); gives up when it runs out.
+
+    A task without a script cannot be driven at all: `begin` raises `PolicyUnavailable`.
+    """
 
     name = "scripted"
     wants_screenshots = False
@@ -100,6 +107,7 @@ class ScriptedPolicy:
     def __init__(self, scripts: dict[str, Script] | None = None) -> None:
         self.scripts = load_scripts() if scripts is None else scripts
         self._ctx: TaskContext | None = None
+        self._screen: Observation | None = None
         self._steps: list[dict[str, JsonValue]] = []
         self._next = 0
 
@@ -107,19 +115,24 @@ class ScriptedPolicy:
         """Whether there is a script for this task (the executor skips tasks without one)."""
         return task_id in self.scripts
 
-    def begin(self, ctx: TaskContext) -> None:
-        """Load the task's script."""
-        self._ctx = ctx
-        script = self.scripts.get(ctx.task.id)
+    def begin(self, brief: PhoneBrief, hooks: LoopHooks) -> None:
+        """Load the task's script (a script makes no model steps, so `hooks` has nothing to hear)."""
+        self._ctx, self._screen = brief.ctx, brief.screen
+        script = self.scripts.get(brief.ctx.task.id)
         self._steps = list(script.steps) if script else []
         self._next = 0
-
-    def decide(self, obs: Observation, feedback: str | None) -> Decision:
-        """The next scripted call, resolved against the current screen."""
-        assert self._ctx is not None, "begin() first"
         if not self._steps:
             # Not the agent's failure: the demo data has no script for this task.
-            raise PolicyUnavailable(f"no script for task {self._ctx.task.id}")
+            raise PolicyUnavailable(f"no script for task {brief.ctx.task.id}")
+
+    def step(self, step: int, feedback: Sequence[Feedback]) -> Step:
+        """The next scripted call, resolved against the screen the last call left (or the same screen)."""
+        assert self._ctx is not None and self._screen is not None, "begin() first"
+        obs = self._screen = screen_now(feedback, self._screen)
+        name, arguments = self._call(obs)
+        return Step(calls=[ToolCall(id=f"s{step}", name=name, arguments_json=arguments)])
+
+    def _call(self, obs: Observation) -> tuple[str, str]:
         if self._next >= len(self._steps):
             return _give_up("script ended without finishing the task")
         step = self._steps[self._next]
@@ -129,8 +142,9 @@ class ScriptedPolicy:
         tool, raw = next(iter(step.items()))
         try:
             if tool == "raw" and isinstance(raw, dict):
-                return Decision(tool=str(raw.get("tool", "")), arguments=str(raw.get("arguments", "")))
-            return Decision(tool=tool, arguments=json.dumps(self._resolve(tool, raw, obs), ensure_ascii=False))
+                # Verbatim, malformed or not: the lane judges the call as it would a model's.
+                return str(raw.get("tool", "")), str(raw.get("arguments", ""))
+            return tool, json.dumps(self._resolve(tool, raw, obs), ensure_ascii=False)
         except ScriptError as exc:
             return _give_up(f"script step {self._next} ({tool}): {exc}")
 
@@ -155,5 +169,5 @@ class ScriptedPolicy:
         return out
 
 
-def _give_up(reason: str) -> Decision:
-    return Decision(tool="give_up", arguments=json.dumps({"reason": reason}, ensure_ascii=False))
+def _give_up(reason: str) -> tuple[str, str]:
+    return "give_up", json.dumps({"reason": reason}, ensure_ascii=False)

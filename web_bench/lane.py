@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 
 from farm.errors import FarmError
 from farm.fsutil import create_new_text
+from farm.llm.loop import Policy
 from farm.manifest import (
     LaneEntry,
     Manifest,
@@ -33,7 +34,7 @@ from web_bench.results import MAX_TIMEOUT_MS, PolicyName, WebRun, append_run
 from web_bench.runner import RunContext, run_matrix
 from web_bench.site.catalog import SUITE_VERSION
 from web_bench.site.server import SiteServer
-from web_bench.turn import Policy
+from web_bench.turn import WebBrief
 
 
 class ModelChoice(BaseModel):
@@ -103,7 +104,7 @@ def open_backends(
         yield backends
 
 
-def make_policy(kind: PolicyName, choice: ModelChoice, stack: ExitStack) -> Policy:
+def make_policy(kind: PolicyName, choice: ModelChoice, stack: ExitStack) -> Policy[WebBrief]:
     """The scripted policy, or the model policy with a farm.llm client (closed with `stack`)."""
     if kind == "scripted":
         from web_bench.scripted import ScriptedPolicy
@@ -111,14 +112,14 @@ def make_policy(kind: PolicyName, choice: ModelChoice, stack: ExitStack) -> Poli
         return ScriptedPolicy()
     from farm.llm.client import make_client
     from farm.llm.config import LLMConfig
-    from web_bench.model_policy import ModelPolicy
+    from web_bench.model_policy import model_policy
 
     cfg = LLMConfig.from_env(
         {"provider": choice.provider, "model": choice.model, "reasoning_effort": choice.reasoning_effort}
     )
     client = make_client(cfg)
     stack.callback(client.close)
-    return ModelPolicy(client)
+    return model_policy(client)
 
 
 def _join_manifest(runs_dir: Path, run_id: str, outputs: list[str], detail: dict[str, JsonValue]) -> tuple[Path, bool]:
@@ -142,7 +143,8 @@ def _relative(path: Path, base: Path) -> str:
 def run_lane(
     runs: list[PlannedRun], *, run_id: str, runs_dir: Path, output: Path | None, policy_kind: PolicyName,
     choice: ModelChoice, timeout_ms: int, chromium: str | None = None, serial: str | None = None,
-    virtual_phone: bool = False, on_run: Callable[[WebRun], None] = lambda _: None, policy: Policy | None = None,
+    virtual_phone: bool = False, on_run: Callable[[WebRun], None] = lambda _: None,
+    policy: Policy[WebBrief] | None = None,
 ) -> tuple[Path, Path]:
     """Run the matrix; returns (results JSONL, report Markdown). Refuses an existing output."""
     check_timeout_ms(timeout_ms)

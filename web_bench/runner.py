@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Mapping
 
 from farm.errors import FarmError
+from farm.llm.loop import LoopOutcome, Policy, run_tool_loop
 from farm.manifest import utc_now
 from farm.results.record import Tokens
 from web_bench.browser.contract import BackendName, BrowserBackend, BrowserSession
@@ -14,9 +15,11 @@ from web_bench.matrix import PlannedRun
 from web_bench.results import Diagnostics, PolicyName, Timings, Validation, WebRun, run_length
 from web_bench.site.catalog import STATEFUL_TASKS, SUITE_VERSION, TaskInstance, make_instance, state_reached, validate
 from web_bench.site.server import SiteClient
-from web_bench.turn import Policy, PolicyResult, Turn
+from web_bench.turn import GAVE_UP, Turn, TurnHooks, TurnOutcome, WebBrief
 
 POLL_INTERVAL_S = 0.05
+MAX_STEPS = 40
+"""Steps a turn may take (a model step, or one call of a script, which never gets near it)."""
 
 
 class StatePoller:
@@ -57,9 +60,9 @@ class RunContext:
     """What every run of a matrix shares."""
 
     def __init__(
-        self, *, run_id: str, site_url: str, policy: Policy, policy_name: PolicyName, timeout_ms: int,
+        self, *, run_id: str, site_url: str, policy: Policy[WebBrief], policy_name: PolicyName, timeout_ms: int,
         provider: str | None = None, model: str | None = None, reasoning_effort: str | None = None,
-        devices: Mapping[str, str] | None = None, simulated: set[str] | None = None,
+        devices: Mapping[str, str] | None = None, simulated: set[str] | None = None, max_steps: int = MAX_STEPS,
     ) -> None:
         self.run_id = run_id
         self.site_url = site_url.rstrip("/")
@@ -71,6 +74,7 @@ class RunContext:
         self.reasoning_effort = reasoning_effort
         self.devices = dict(devices or {})
         self.simulated = set(simulated or ())
+        self.max_steps = max_steps
 
 
 def _one_line(exc: BaseException) -> str:
@@ -78,6 +82,25 @@ def _one_line(exc: BaseException) -> str:
         return exc.line()
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text}"[:300]
+
+
+def outcome(out: LoopOutcome, turn: Turn, max_steps: int) -> TurnOutcome:
+    """How the turn ended, from how its loop ended; a policy that gave up leaves `assistant/text` on the turn,
+    as an answer does."""
+    if out.status == "completed":
+        return TurnOutcome(status="completed", answer=out.answer)
+    if out.status == "timeout":
+        return TurnOutcome(status="timeout", error="time limit reached")
+    if out.status == "model_error" and out.error is not None:
+        # Retries exhausted or a refused request: the model service failed, not the agent.
+        return TurnOutcome(status="error", error=out.error.line(), infrastructure=True)
+    if out.status == "halted" and out.halt is not None:
+        if out.halt.reason == GAVE_UP:
+            # The policy's last word, like an answer: the run completes, with nothing to validate.
+            turn.event("assistant/text")
+            return TurnOutcome(status="completed", answer=None, error=out.halt.detail)
+        return TurnOutcome(status="error", error=out.halt.detail)
+    return TurnOutcome(status="max_steps", error=f"no final answer within {max_steps} model steps")
 
 
 def run_one(planned: PlannedRun, backend: BrowserBackend, ctx: RunContext) -> WebRun:
@@ -89,7 +112,7 @@ def run_one(planned: PlannedRun, backend: BrowserBackend, ctx: RunContext) -> We
     turn: Turn | None = None
     poller: StatePoller | None = None
     reached_ms: float | None = None
-    result: PolicyResult
+    result: TurnOutcome
     try:
         created = site.new_session(planned.task, planned.seed)
         session = backend.new_session()
@@ -98,13 +121,17 @@ def run_one(planned: PlannedRun, backend: BrowserBackend, ctx: RunContext) -> We
         if planned.task in STATEFUL_TASKS:
             poller = StatePoller(ctx.site_url, created.session_id, instance, turn.t0).start()
         try:
-            result = ctx.policy.run(instance, prompt, turn)
+            out = run_tool_loop(
+                ctx.policy, WebBrief(instance, prompt), lambda call, args: turn.call_tool(call.name, args),
+                max_steps=ctx.max_steps, expired=turn.expired, hooks=TurnHooks(turn),
+            )
+            result = outcome(out, turn, ctx.max_steps)
         except Exception as exc:  # noqa: BLE001 - a crashing turn is a failed run, not a crashed matrix
-            result = PolicyResult(status="error", error=_one_line(exc))
+            result = TurnOutcome(status="error", error=_one_line(exc))
         completion_ms = turn.elapsed_ms()
         turn.event("turn/end")
         if completion_ms > ctx.timeout_ms and result.status == "completed":
-            result = PolicyResult(status="timeout", answer=result.answer, error="time limit exceeded")
+            result = TurnOutcome(status="timeout", answer=result.answer, error="time limit exceeded")
         if poller is not None:
             poller.stop()
         final_state = site.state(created.session_id)
@@ -117,7 +144,7 @@ def run_one(planned: PlannedRun, backend: BrowserBackend, ctx: RunContext) -> We
                 reached_ms = completion_ms
     except Exception as exc:  # noqa: BLE001 - infrastructure failure: recorded, the matrix goes on
         # The policy's own failures are caught above; what lands here is the site, browser or phone.
-        result = PolicyResult(status="error", error=_one_line(exc), infrastructure=True)
+        result = TurnOutcome(status="error", error=_one_line(exc), infrastructure=True)
         completion_ms = turn.elapsed_ms() if turn else 0.0
         verdict = None
     finally:

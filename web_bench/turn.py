@@ -1,14 +1,18 @@
-"""One run's turn as the runner sees it: every tool call goes through here, so event sequence,
-tool wall time, token sums and forbidden tools are recorded the same way for every policy."""
+"""One run's turn as the runner sees it: the brief a policy gets, and the recorder every tool call and model
+step goes through, so event sequence, tool wall time, token sums and forbidden tools are recorded the same way
+for every policy (model or scripted, both on `farm.llm.loop.run_tool_loop`)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
+from farm.llm.client import ModelCallError
+from farm.llm.loop import LoopHooks
+from farm.llm.types import Message, ModelTurn, ToolCall
 from farm.results.record import Tokens
 from web_bench.browser.contract import TOOLS_BY_NAME, BrowserSession, ToolResult
 from web_bench.results import TurnStatus
@@ -80,8 +84,54 @@ class Turn:
             self.cost_usd = (self.cost_usd or 0.0) + cost_usd
 
 
-class PolicyResult(BaseModel):
-    """How a policy's turn ended."""
+class TurnHooks(LoopHooks):
+    """The loop's callbacks as events on a `Turn` (names kept: they feed the run's event diagnostics)."""
+
+    def __init__(self, turn: Turn) -> None:
+        self.turn = turn
+
+    def on_request(self, step: int, messages: Sequence[Message]) -> None:
+        self.turn.event("model/request")
+
+    def on_delta(self) -> None:
+        # Streamed so ttftMs is the first non-empty delta (seed 001), not the first whole reply.
+        self.turn.model_delta()
+
+    def on_reply(self, step: int, reply: ModelTurn) -> None:
+        self.turn.model_reply(reply.usage, reply.cost_usd)
+
+    def on_error(self, step: int, exc: ModelCallError) -> None:
+        self.turn.event("model/error")
+
+    def on_answer(self, step: int, text: str | None) -> None:
+        self.turn.event("assistant/text")
+
+    def on_bad_arguments(self, call: ToolCall, error: str) -> None:
+        self.turn.event("tool/bad_arguments")
+
+
+@dataclass(frozen=True)
+class WebBrief:
+    """What a web-lane policy is given for one run."""
+
+    instance: TaskInstance
+    """The task at its seed (a script picks its steps and reads its targets from it)."""
+    prompt: str
+    """The prompt the model gets: the goal, then `Start at <url>`."""
+
+    @property
+    def start_url(self) -> str:
+        """The URL the prompt says to start at."""
+        return self.prompt.rsplit("Start at ", 1)[-1].strip()
+
+
+GAVE_UP = "gave_up"
+"""`LoopHalt` reason of a policy that stops without an answer (a script whose step failed): the turn completes
+with no answer and the halt's detail as its error."""
+
+
+class TurnOutcome(BaseModel):
+    """How a run's turn ended."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -93,13 +143,3 @@ class PolicyResult(BaseModel):
     """One-line error."""
     infrastructure: bool = False
     """The turn failed for a reason outside the agent (site, browser, phone, model API unavailable)."""
-
-
-class Policy(Protocol):
-    """Chooses tool calls for a task until it answers."""
-
-    name: str
-
-    def run(self, instance: TaskInstance, prompt: str, turn: Turn) -> PolicyResult:
-        """Drive the turn; all tool calls through `turn.call_tool`."""
-        ...

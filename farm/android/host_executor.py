@@ -20,8 +20,9 @@ if TYPE_CHECKING:
     from farm.android.options import AgentOptions, PolicyName, RunOptions
     from farm.config import FarmConfig
     from farm.llm.config import LLMConfig
+    from farm.llm.loop import Policy
     from host_agent.phone import Phone
-    from host_agent.policy import Policy
+    from host_agent.policy import PhoneBrief
     from host_agent.scripted import Script
 
 POLICY_ENV = "FARM_HOST_POLICY"
@@ -81,7 +82,7 @@ class HostExecutor:
         self._sessions: dict[str, tuple[Phone, list[str]]] = {}
         self._guard = threading.Lock()
 
-    def _policy(self, options: RunOptions) -> tuple[Policy, Callable[[], None]]:
+    def _policy(self, options: RunOptions) -> tuple[Policy[PhoneBrief], Callable[[], None]]:
         if self.policy_name == "scripted":
             from host_agent.scripted import ScriptedPolicy, load_scripts
 

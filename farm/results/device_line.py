@@ -22,8 +22,8 @@ class DeviceCheck(_Loose):
 
     type: str = "unknown"
     """Check type."""
-    passed: bool = False
-    """Verdict."""
+    passed: bool | None = False
+    """Verdict; null when the check reached no verdict (never read as passed)."""
     detail: str = ""
     """Why."""
 

@@ -6,7 +6,18 @@ import math
 from collections.abc import Iterable
 from typing import Annotated, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    field_validator,
+    model_serializer,
+)
 
 RECORD_SCHEMA_VERSION: Literal[1] = 1
 
@@ -57,10 +68,21 @@ class CheckResult(BaseModel):
 
     type: str
     """Check type, e.g. `answer_regex`, `screen_has`."""
-    passed: bool
-    """Whether the evidence satisfied the check."""
+    passed: bool | None
+    """Whether the evidence satisfied the check; null = the check could not reach a verdict (an LLM judge's API,
+    truncation or format error, or no judge ran). Null is never counted as passed, nor as an agent failure."""
     detail: str = ""
-    """Why: what was looked for and what the evidence showed."""
+    """Why: what was looked for and what the evidence showed (or why there is no verdict)."""
+
+    @model_serializer(mode="wrap")
+    def _verdict_always_written(self, handler: SerializerFunctionWrapHandler,
+                                info: SerializationInfo) -> dict[str, object]:
+        # `passed` is required: a writer that drops nulls (exclude_none) must still write an unjudged check's
+        # null, or the line could not be read back.
+        data: dict[str, object] = handler(self)
+        if info.exclude_none and self.passed is None and "type" in data:
+            data = {"type": data.pop("type"), "passed": None, **data}
+        return data
 
 
 TokenCount = Annotated[int, Field(ge=0, le=MAX_TOKENS)]

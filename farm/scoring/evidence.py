@@ -84,6 +84,20 @@ class FreshLook(CamelModel):
     """Why the look failed (app missing, phone gone); null when it worked."""
 
 
+class JudgeEvidence(CamelModel):
+    """One LLM judge's verdict on the attempt, as the lane's judge adapter recorded it (the judge's model I/O
+    happens there; scoring only reads the verdict)."""
+
+    mode: Literal["reference", "evidence"]
+    """Which judge: `reference` compares the answer with a reference answer, `evidence` reads what the agent saw."""
+    passed: bool | None = None
+    """The verdict; null when the judge gave no valid verdict (`judge_error` says why)."""
+    reason: str | None = None
+    """The judge's reason for its verdict."""
+    judge_error: str | None = None
+    """API, truncation or format error that left the attempt without a verdict."""
+
+
 class Evidence(CamelModel):
     """Everything one attempt left behind that checks may use."""
 
@@ -116,6 +130,8 @@ class Evidence(CamelModel):
     """Actions taken."""
     step_errors: int = 0
     """Malformed or failed tool calls."""
+    judge_verdicts: list[JudgeEvidence] = Field(default_factory=list)
+    """Verdicts of LLM judges on this attempt, gathered by the lane's judge adapter after the attempt."""
 
 
 class ScoreResult(BaseModel):
@@ -132,7 +148,8 @@ class ScoreResult(BaseModel):
     reasons: list[str] = Field(default_factory=list)
     """Why it did not pass (or the infrastructure error), in words."""
     failure_category: str | None = None
-    """perception, route, barrier, app_state, clarification, infrastructure; null when passed."""
+    """perception, route, barrier, app_state, clarification, infrastructure, unjudged (a check reached no verdict);
+    null when passed."""
     takeover_kind: str | None = None
     """For an accepted takeover: the barrier (login, captcha, payment)."""
     end_reason: EndReason | None = None

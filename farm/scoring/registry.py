@@ -14,6 +14,7 @@ from farm.scoring.confirmation import confirmation_shows
 from farm.scoring.dialogue import asked_user
 from farm.scoring.evidence import Evidence
 from farm.scoring.grounding import DEFAULT_WINDOW, answer_grounded
+from farm.scoring.judge import LlmJudge, llm_judge
 from farm.scoring.probe import probe_has
 from farm.scoring.screen import screen_has
 from farm.taskset.model import (
@@ -30,10 +31,13 @@ from farm.taskset.model import (
 
 @dataclass(frozen=True)
 class CheckContext:
-    """What an adapter may read: the (resolved) task and the evidence of the attempt."""
+    """What an adapter may read: the (resolved) task and the evidence of the attempt.
 
-    task: Task
+    `task` is the farm task; a lane without one (WebVoyager) passes none, and marker checks then look for nothing.
+    """
+
     evidence: Evidence
+    task: Task | None = None
     window: int = DEFAULT_WINDOW
 
 
@@ -83,7 +87,9 @@ def _answer_grounded(check: AnswerGrounded, ctx: CheckContext) -> CheckResult:
 
 
 def _target_text(text: str | None, marker: bool, ctx: CheckContext) -> str:
-    return (ctx.task.marker or "") if marker else (text or "")
+    if marker:
+        return (ctx.task.marker or "") if ctx.task is not None else ""
+    return text or ""
 
 
 @register(ScreenHas)
@@ -114,3 +120,8 @@ def _confirmation_shows(check: ConfirmationShows, ctx: CheckContext) -> CheckRes
         content=check.content,
         amount=check.amount,
     )
+
+
+@register(LlmJudge)
+def _llm_judge(check: LlmJudge, ctx: CheckContext) -> CheckResult:
+    return llm_judge(ctx.evidence.judge_verdicts, check.mode)

@@ -46,7 +46,8 @@ def declared_impossible(evidence: Evidence) -> bool:
 def score(task: Task, evidence: Evidence, *, window: int = DEFAULT_WINDOW) -> ScoreResult:
     """Outcome from how the attempt ended (takeover rule applied), checks from evidence, verdict.
 
-    `passed` means the outcome equals the task's `expect` and every check passed. An answer whose
+    `passed` means the outcome equals the task's `expect` and every check passed. A check that reached no
+    verdict makes the outcome `error` (category `unjudged`), whatever the other checks say. An answer whose
     checks fail is a `failed` outcome: `succeeded` needs evidence, not the agent's claim. For
     `expect: failed` the agent must declare the task impossible (give up, or answer that it cannot
     be done); running out of steps, time or repeating itself never passes.
@@ -62,7 +63,19 @@ def score(task: Task, evidence: Evidence, *, window: int = DEFAULT_WINDOW) -> Sc
         )
     ctx = CheckContext(task=task, evidence=evidence, window=window)
     checks = [evaluate(check, ctx) for check in task.checks]
-    failed_checks = [c for c in checks if not c.passed]
+    unjudged = [c for c in checks if c.passed is None]
+    if unjudged:
+        # A check without a verdict (an LLM judge that could not answer) says nothing about the agent: the attempt
+        # is not scored, and stays in the denominator as an error, never as a pass or an agent failure.
+        return ScoreResult(
+            outcome="error",
+            passed=False,
+            checks=checks,
+            reasons=[f"{c.type} reached no verdict: {c.detail}" for c in unjudged],
+            failure_category="unjudged",
+            end_reason=ended_by,
+        )
+    failed_checks = [c for c in checks if c.passed is False]
     reasons = [f"{c.type}: {c.detail}" for c in failed_checks]
     takeover_kind: str | None = None
     category: str | None = None

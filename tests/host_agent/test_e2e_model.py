@@ -38,6 +38,8 @@ def test_model_runs_a_full_task(provider: str, virtual_phone: Any, tmp_path: Pat
     assert report.line.metrics.round_trips == len(CALCULATOR_PLAN) == len(stub.requests)
     # Every request after the first carries the previous call's result and the new screen.
     assert all("Screen now:" in json.dumps(r.body, ensure_ascii=False) for r in stub.requests)
+    # The phone's requests are the ones it has always sent: not streamed.
+    assert not any(r.body.get("stream") for r in stub.requests)
 
 
 def test_malformed_tool_call_is_a_counted_step_error_the_model_sees(virtual_phone: Any, tmp_path: Path,
@@ -78,6 +80,20 @@ def test_model_that_stays_down_is_an_infrastructure_error(virtual_phone: Any, tm
         report = _run(virtual_phone, tmp_path, stub, monkeypatch)
     assert (report.result.outcome, report.result.failure_category) == ("error", "infrastructure")
     assert report.result.reasons[0].startswith("model:")
+
+
+def test_a_model_error_mid_task_ends_the_attempt_as_error_model(virtual_phone: Any, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    with ModelStub(default=StubReply.server_error(400)) as stub:
+        stub.script([StubReply(tool_calls=[("launch", {"capability": "calculator"})])])
+        report = _run(virtual_phone, tmp_path, stub, monkeypatch)
+    ev = report.evidence
+    assert (ev.end, report.result.outcome, report.result.failure_category) == ("error", "error", "infrastructure")
+    assert ev.end_reason.startswith("model: ") and "400" in ev.end_reason
+    # The step whose model call failed is not a step: one step, one round trip, one line.
+    assert (ev.steps, ev.step_errors, report.line.metrics.round_trips) == (1, 0, 1)
+    lines = (tmp_path / "r1/calculator-multiply/run/steps.jsonl").read_text().splitlines()
+    assert [json.loads(line)["action"]["tool"] for line in lines] == ["launch"]
 
 
 def test_tokens_and_cost_add_up_over_the_task(virtual_phone: Any, tmp_path: Path,

@@ -1,8 +1,10 @@
 """Scripted policy on the virtual phone: one task per category behaves as expected."""
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from farm.llm.loop import Feedback, Step
 from host_agent.evalout import EvalTree
 from host_agent.runner import TaskReport, run_task
 from host_agent.scripted import Script, ScriptedPolicy
@@ -65,19 +67,19 @@ def test_wrong_answer_fails(virtual_phone: Any, tmp_path: Path) -> None:
 
 
 class _UnplugAfter(ScriptedPolicy):
-    """Plays a script, and pulls the phone off the adb server after `n` decisions (a USB unplug)."""
+    """Plays a script, and pulls the phone off the adb server after `n` steps (a USB unplug)."""
 
     def __init__(self, scripts: dict[str, Script], sim: Any, n: int) -> None:
         super().__init__(scripts)
         self.sim, self.n, self.calls = sim, n, 0
 
-    def decide(self, obs: Any, feedback: str | None) -> Any:
+    def step(self, step: int, feedback: Sequence[Feedback]) -> Step:
         self.calls += 1
         if self.calls == self.n:
             import adbutils
 
             adbutils.AdbClient(port=self.sim.adb_port).disconnect(self.sim.serial)
-        return super().decide(obs, feedback)
+        return super().step(step, feedback)
 
 
 def test_phone_that_disconnects_mid_task_is_an_infrastructure_error(virtual_phone: Any, tmp_path: Path) -> None:
@@ -156,3 +158,48 @@ def test_a_stalled_link_mid_task_is_an_infrastructure_error(virtual_farm: Any, t
                       execution="simulated", installed=installed(sim))
     assert (report.result.outcome, report.result.failure_category) == ("error", "infrastructure")
     assert "no answer in 3 s" in report.result.reasons[0]
+
+
+def _steps(tmp_path: Path, task_id: str) -> list[dict[str, Any]]:
+    import json
+
+    lines = (tmp_path / "eval/r1" / task_id / "run/steps.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_bad_json_from_a_raw_step_is_a_step_error_and_the_attempt_goes_on(virtual_phone: Any, tmp_path: Path) -> None:
+    script = Script(steps=[{"raw": {"tool": "tap", "arguments": '{"ref": 3'}},
+                           {"launch": {"capability": "calculator"}}, {"answer": "nothing yet"}])
+    report = _run(virtual_phone, tmp_path, "calculator-multiply", {"calculator-multiply": script})
+    assert (report.evidence.end, report.evidence.steps, report.evidence.step_errors) == ("answer", 3, 1)
+    steps = _steps(tmp_path, "calculator-multiply")
+    assert [s["step"] for s in steps] == [1, 2, 3]
+    assert steps[0]["result"]["ok"] is False and steps[0]["result"]["error"].startswith(
+        "tap: arguments are not valid JSON")
+    assert (steps[0]["action"]["tool"], steps[0]["action"]["raw"], steps[0]["action"]["args"]) == (
+        "tap", '{"ref": 3', {})
+    # The bad call was not performed: the next step was decided on the same screen, which was not read again.
+    assert steps[1]["observation"]["digest"] == steps[0]["observation"]["digest"]
+    assert steps[1]["timings"]["screenReadMs"] == 0.0
+    assert [r.step for r in report.evidence.screen_reads] == [0, 2]  # no read after the terminal answer
+
+
+def test_unknown_tool_in_a_raw_step_is_named_as_the_phone_names_it(virtual_phone: Any, tmp_path: Path) -> None:
+    script = Script(steps=[{"raw": {"tool": "fly", "arguments": "not json"}}, {"give_up": "no wings"}])
+    report = _run(virtual_phone, tmp_path, "calculator-multiply", {"calculator-multiply": script})
+    assert (report.evidence.end, report.evidence.step_errors) == ("give_up", 1)
+    assert _steps(tmp_path, "calculator-multiply")[0]["result"]["error"].startswith("unknown tool 'fly'")
+
+
+def test_the_step_limit_counts_error_steps(virtual_phone: Any, tmp_path: Path) -> None:
+    phone = host_phone(virtual_phone)
+    spec = task_spec("calculator-multiply", phone)
+    short = spec.__class__(**{**spec.__dict__, "task": spec.task.model_copy(update={"max_steps": 3})})
+    script = Script(steps=[*[{"raw": {"tool": "tap", "arguments": "{"}}] * 5, {"answer": "never"}])
+    policy = ScriptedPolicy({"calculator-multiply": script})
+    report = run_task(short, phone, policy, EvalTree(tmp_path / "eval/r1", "r1"), execution="simulated",
+                      installed=installed(virtual_phone))
+    assert (report.evidence.end, report.evidence.end_reason) == ("max_steps", "3 steps")
+    assert (report.evidence.steps, report.evidence.step_errors) == (3, 3)
+    assert len(_steps(tmp_path, "calculator-multiply")) == 3
+

@@ -1,13 +1,15 @@
 """`--on-takeover wait` on the virtual phone: the shop's login wall, a person who clears it, or nobody."""
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from farm.llm.loop import Feedback, Step
 from host_agent.evalout import EvalTree
-from host_agent.policy import Decision
 from host_agent.runner import TaskReport, run_task
 from host_agent.scripted import Script, ScriptedPolicy
+from host_agent.session import said
 from tests.helpers.host import host_phone, installed, task_spec
 
 _AFTER_LOGIN = Script(steps=[
@@ -26,12 +28,12 @@ class _Signalling(ScriptedPolicy):
         self.handed = threading.Event()
         self.feedback: list[str | None] = []
 
-    def decide(self, obs: Any, feedback: str | None) -> Decision:
-        self.feedback.append(feedback)
-        decision = super().decide(obs, feedback)
-        if decision.tool == "hand_over":
+    def step(self, step: int, feedback: Sequence[Feedback]) -> Step:
+        self.feedback.append(said(feedback[0]) if feedback else None)
+        move = super().step(step, feedback)
+        if any(call.name == "hand_over" for call in move.calls):
             self.handed.set()
-        return decision
+        return move
 
 
 def _run(sim: Any, tmp_path: Path, policy: _Signalling, timeout_sec: int) -> TaskReport:

@@ -8,7 +8,18 @@ import pytest
 from pydantic import JsonValue
 
 from farm.llm.client import ModelCallError, ModelClient
-from farm.llm.loop import LoopHalt, LoopHooks, LoopOutcome, ToolExecutor, ToolResult, ask, run_tool_loop
+from farm.llm.loop import (
+    Feedback,
+    LoopHalt,
+    LoopHooks,
+    LoopOutcome,
+    Step,
+    ToolExecutor,
+    ToolResult,
+    ask,
+    run_tool_loop,
+)
+from farm.llm.policy import ModelPolicy
 from farm.llm.stub import ModelStub, StubReply
 from farm.llm.types import Message, ModelTurn, ToolCall, ToolSpec
 from tests.llm.conftest import MakeClient
@@ -77,22 +88,33 @@ class OneToolBudget(LoopHooks):
             raise LoopHalt("budget", f"stopped after {len(self.tools.calls)} tool call(s)")
 
 
-def _conversation() -> list[Message]:
-    return [Message.system("Answer briefly."), Message.user("What is a cat?")]
+def _conversation(question: str = "What is a cat?") -> list[Message]:
+    return [Message.system("Answer briefly."), Message.user(question)]
+
+
+class Run:
+    """One loop over the real model policy; `messages` is the policy's conversation afterwards."""
+
+    def __init__(self, client: ModelClient, execute: ToolExecutor, *, max_steps: int = 5,
+                 hooks: LoopHooks | None = None, expired: bool = False) -> None:
+        self.policy: ModelPolicy[str] = ModelPolicy(client, TOOLS, _conversation)
+        self.out = run_tool_loop(self.policy, "What is a cat?", execute, max_steps=max_steps,
+                                 expired=lambda: expired, hooks=hooks)
+        self.messages = self.policy.messages
 
 
 def _run(client: ModelClient, execute: ToolExecutor, *, max_steps: int = 5, hooks: LoopHooks | None = None,
          expired: bool = False) -> LoopOutcome:
-    return run_tool_loop(client, _conversation(), TOOLS, execute, max_steps=max_steps,
-                         expired=lambda: expired, hooks=hooks)
+    return Run(client, execute, max_steps=max_steps, hooks=hooks, expired=expired).out
 
 
 def test_an_answer_without_tools_completes_the_loop(stub: ModelStub, client_for: MakeClient) -> None:
     stub.script([StubReply(text="A small feline.")])
     tools = FakeTools()
-    out = _run(client_for("openai"), tools)
+    run = Run(client_for("openai"), tools)
+    out = run.out
     assert (out.status, out.answer, out.steps, out.tool_calls) == ("completed", "A small feline.", 1, 0)
-    assert tools.calls == [] and out.messages[-1].role == "assistant"
+    assert tools.calls == [] and run.messages[-1].role == "assistant"
 
 
 def test_a_tool_call_runs_and_its_result_reaches_the_model(stub: ModelStub, client_for: MakeClient) -> None:
@@ -106,10 +128,10 @@ def test_a_tool_call_runs_and_its_result_reaches_the_model(stub: ModelStub, clie
 
 def test_a_tool_result_image_is_sent_with_it(stub: ModelStub, client_for: MakeClient) -> None:
     stub.script([StubReply(tool_calls=[("look", {})]), StubReply(text="I see a page.")])
-    out = _run(client_for("anthropic"), FakeTools())
-    assert out.status == "completed"
+    run = Run(client_for("anthropic"), FakeTools())
+    assert run.out.status == "completed"
     assert stub.requests[0].image_count() == 0 and stub.requests[1].image_count() == 1
-    assert out.messages[-2].images == [JPEG]
+    assert run.messages[-2].images == [JPEG]
 
 
 def test_bad_json_arguments_are_an_error_result_and_the_loop_goes_on(stub: ModelStub, client_for: MakeClient) -> None:
@@ -210,3 +232,88 @@ def test_ask_raises_the_model_error_after_the_error_hook(stub: ModelStub, client
     with pytest.raises(ModelCallError) as caught:
         ask(client_for("anthropic"), _conversation(), TOOLS, step=2, hooks=hooks)
     assert hooks.errors == [caught.value] and hooks.events == ["request 2", "error 2"]
+
+
+class Script:
+    """A policy without a model: plays fixed steps and writes down the feedback it read."""
+
+    name = "scripted"
+
+    def __init__(self, steps: list[Step]) -> None:
+        self.steps = steps
+        self.brief: str | None = None
+        self.read: list[list[tuple[str | None, str, bool]]] = []
+
+    def begin(self, brief: str, hooks: LoopHooks) -> None:
+        self.brief = brief
+
+    def step(self, step: int, feedback: Sequence[Feedback]) -> Step:
+        self.read.append([(f.call.name if f.call else None, f.output.text, f.output.is_error) for f in feedback])
+        if step > len(self.steps):
+            raise LoopHalt("script", "the script ran out")
+        return self.steps[step - 1]
+
+
+def _call(name: str, arguments: str, n: int = 1) -> ToolCall:
+    return ToolCall(id=f"s{n}", name=name, arguments_json=arguments)
+
+
+def test_a_scripted_policy_runs_on_the_same_loop_and_reads_its_results() -> None:
+    script = Script([Step(calls=[_call("lookup", '{"word": "cat"}'), _call("lookup", '{"word": "emu"}', 2)]),
+                     Step(text="A small feline.")])
+    tools = FakeTools()
+    out = run_tool_loop(script, "the brief", tools, max_steps=5, expired=lambda: False)
+    assert (out.status, out.answer, out.steps, out.tool_calls) == ("completed", "A small feline.", 2, 2)
+    assert script.brief == "the brief"
+    assert script.read == [[], [("lookup", "a small feline", False), ("lookup", "not found", True)]]
+
+
+def test_a_step_without_a_usable_call_is_fed_back_as_an_error_and_is_not_an_answer() -> None:
+    script = Script([Step(text="I will tap it", error="no tool call: reply with exactly one tool call"),
+                     Step(text="done")])
+    hooks = Recorder()
+    out = run_tool_loop(script, "b", FakeTools(), max_steps=5, expired=lambda: False, hooks=hooks)
+    assert (out.status, out.answer, out.steps, out.tool_calls) == ("completed", "done", 2, 0)
+    assert script.read[1] == [(None, "Error: no tool call: reply with exactly one tool call", True)]
+    assert hooks.events == ["answer 2"]
+
+
+def test_error_steps_count_against_the_step_limit() -> None:
+    script = Script([Step(error="no tool call") for _ in range(4)])
+    out = run_tool_loop(script, "b", FakeTools(), max_steps=3, expired=lambda: False)
+    assert (out.status, out.steps, out.answer, out.tool_calls) == ("max_steps", 3, None, 0)
+
+
+def test_on_step_sees_every_move_before_its_calls_run() -> None:
+    seen: list[tuple[int, int]] = []
+    tools = FakeTools()
+
+    class Watch(LoopHooks):
+        def on_step(self, step: int, move: Step) -> None:
+            seen.append((step, len(tools.calls)))
+
+    script = Script([Step(calls=[_call("lookup", '{"word": "cat"}')]), Step(text="ok")])
+    run_tool_loop(script, "b", tools, max_steps=5, expired=lambda: False, hooks=Watch())
+    assert seen == [(1, 0), (2, 1)]
+
+
+def test_a_policy_may_halt_the_loop() -> None:
+    out = run_tool_loop(Script([]), "b", FakeTools(), max_steps=5, expired=lambda: False)
+    assert out.status == "halted" and out.halt is not None
+    assert (out.halt.reason, out.halt.detail, out.steps) == ("script", "the script ran out", 1)
+
+
+def test_results_a_halt_left_unread_are_handed_back(stub: ModelStub, client_for: MakeClient) -> None:
+    stub.script([StubReply(tool_calls=[("lookup", {"word": "cat"})]), StubReply(text="never asked for")])
+    tools = FakeTools()
+    run = Run(client_for("openai"), tools, hooks=OneToolBudget(tools))
+    assert run.out.status == "halted" and len(stub.requests) == 1
+    assert [(f.call.name if f.call else None, f.output.text) for f in run.out.unread] == [("lookup", "a small feline")]
+    run.policy.take(run.out.unread)
+    assert run.messages[-1].role == "tool" and run.messages[-1].text == "a small feline"
+
+
+def test_an_exhausted_step_limit_leaves_the_last_results_unread() -> None:
+    script = Script([Step(calls=[_call("lookup", '{"word": "cat"}')])])
+    out = run_tool_loop(script, "b", FakeTools(), max_steps=1, expired=lambda: False)
+    assert out.status == "max_steps" and [f.output.text for f in out.unread] == ["a small feline"]

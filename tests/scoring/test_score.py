@@ -1,14 +1,76 @@
+import pytest
+from pydantic import ValidationError
+
+from farm.results.device_line import DeviceCheck, DeviceScore, WrittenScore
+from farm.results.normalise import Context, score_to_record
 from farm.scoring import score
-from farm.scoring.evidence import ConfirmationCard, FreshLook, HandOver
+from farm.scoring.evidence import ConfirmationCard, FreshLook, HandOver, JudgeEvidence
+from farm.scoring.judge import LANE_CHECK_TYPES, LlmJudge
 from farm.scoring.registry import registered_types
-from farm.taskset.model import CHECK_TYPES
+from farm.taskset.model import CHECK_TYPES, Task
 from tests.helpers.host import make_evidence, make_task
 
 _LOGIN_SCREEN = '[1] TextView "请登录" (title)\n[2] EditText "" 手机号\n[3] Button "登录" click'
 
 
 def test_every_check_type_has_a_scorer() -> None:
-    assert set(registered_types()) == set(CHECK_TYPES)
+    assert set(registered_types()) == set(CHECK_TYPES) | set(LANE_CHECK_TYPES)
+
+
+def test_task_yaml_cannot_name_a_lane_check() -> None:
+    with pytest.raises(ValidationError, match="llm_judge"):
+        make_task(checks=[{"type": "llm_judge", "mode": "reference"}])
+
+
+def _judged_task(*checks: object) -> Task:
+    # Task YAML refuses lane checks; a lane that attaches one hands score() a task built like this.
+    return make_task().model_copy(update={"checks": list(checks)})
+
+
+def _judge(passed: bool | None, error: str | None = None) -> list[JudgeEvidence]:
+    return [JudgeEvidence(mode="reference", passed=passed, reason="the answer names the recipe", judge_error=error)]
+
+
+def test_a_passing_judge_check_counts_like_any_check() -> None:
+    result = score(_judged_task(LlmJudge(mode="reference")), make_evidence(answer="x", judge_verdicts=_judge(True)))
+    assert (result.outcome, result.passed, [c.passed for c in result.checks]) == ("succeeded", True, [True])
+
+
+def test_a_failing_judge_check_is_a_failed_outcome() -> None:
+    result = score(_judged_task(LlmJudge(mode="reference")), make_evidence(answer="x", judge_verdicts=_judge(False)))
+    assert (result.outcome, result.passed) == ("failed", False)
+
+
+def test_an_unjudged_check_is_an_error_never_a_pass_nor_an_agent_failure() -> None:
+    task = make_task(checks=[{"type": "answer_regex", "pattern": "x"}])
+    task = task.model_copy(update={"checks": [*task.checks, LlmJudge(mode="reference")]})
+    result = score(task, make_evidence(answer="x", judge_verdicts=_judge(None, "reply was cut off")))
+    assert (result.outcome, result.passed, result.failure_category) == ("error", False, "unjudged")
+    assert [c.passed for c in result.checks] == [True, None]
+    assert result.reasons == ["llm_judge reached no verdict: reference judge: reply was cut off"]
+
+
+def test_an_unjudged_check_beside_a_failed_one_is_still_unjudged() -> None:
+    task = make_task(checks=[{"type": "answer_regex", "pattern": "y"}])
+    task = task.model_copy(update={"checks": [*task.checks, LlmJudge(mode="evidence")]})
+    result = score(task, make_evidence(answer="x"))
+    assert (result.outcome, result.passed, result.failure_category) == ("error", False, "unjudged")
+    assert "no evidence verdict was recorded" in result.reasons[0]
+
+
+def test_an_unjudged_check_survives_the_score_line_and_normalises_to_an_error() -> None:
+    result = score(_judged_task(LlmJudge(mode="reference")), make_evidence(answer="x"))
+    line = WrittenScore(id="t-read", outcome=result.outcome, passed=result.passed,
+                        checks=[DeviceCheck(type=c.type, passed=c.passed, detail=c.detail) for c in result.checks])
+    parsed = DeviceScore.model_validate_json(line.model_dump_json(by_alias=True))
+    rec = score_to_record(parsed, Context(run="r", device="S1", executor="host"), "scores.jsonl:1")
+    assert [c.passed for c in rec.checks] == [None]
+    assert (rec.outcome, rec.passed, rec.failure_kind) == ("error", False, "infrastructure")
+
+
+def test_an_infrastructure_error_stays_infrastructure_with_an_unjudged_check() -> None:
+    result = score(_judged_task(LlmJudge(mode="reference")), make_evidence(end="error", end_reason="browser died"))
+    assert (result.outcome, result.failure_category, result.reasons) == ("error", "infrastructure", ["browser died"])
 
 
 def test_right_answer_succeeds() -> None:

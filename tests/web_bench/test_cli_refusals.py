@@ -52,7 +52,7 @@ def _good_line() -> str:
     return web_run().model_dump_json(by_alias=True)
 
 
-REPORT_INPUTS: dict[str, tuple[Callable[[Path], None], str]] = {
+REPORT_INPUTS: dict[str, tuple[Callable[[Path], object], str]] = {
     "binary": (lambda p: p.write_bytes(bytes(range(256)) * 4), "no valid runs; 5 line(s) rejected"),
     "directory": (lambda p: p.mkdir(), "is a directory"),
     "empty": (lambda p: p.write_bytes(b""), "no runs in the file"),

@@ -4,11 +4,15 @@ text stays text, unknown token usage stays unknown, and a run without a web lane
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from farm.desktop.attach import attach_batch
+from farm.llm.loop import Feedback, LoopHooks, Step
+from farm.llm.types import ToolCall
 from farm.manifest import LaneEntry, Manifest, add_lane, create_run_dir, utc_now
 from farm.report.build import build_reports
 from farm.report.lanes import LaneSection, lane_sections
@@ -20,8 +24,7 @@ from web_bench.matrix import plan
 from web_bench.report import CAVEAT, build_report, report_file, report_tables
 from web_bench.report_section import FAILURES_SHOWN, section_of
 from web_bench.results import Timings, WebRun
-from web_bench.site.catalog import TaskInstance
-from web_bench.turn import PolicyResult, Turn
+from web_bench.turn import WebBrief
 
 HOSTILE = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
 
@@ -45,9 +48,14 @@ class _EchoPolicy:
 
     name = "scripted"
 
-    def run(self, instance: TaskInstance, prompt: str, turn: Turn) -> PolicyResult:
-        page = turn.call_tool("browser_navigate", {"url": prompt.rsplit("Start at ", 1)[-1].strip()}).text
-        return PolicyResult(status="completed", answer=f"{HOSTILE} {page.splitlines()[0]}")
+    def begin(self, brief: WebBrief, hooks: LoopHooks) -> None:
+        self.url = brief.start_url
+
+    def step(self, step: int, feedback: Sequence[Feedback]) -> Step:
+        if not feedback:
+            navigate = json.dumps({"url": self.url})
+            return Step(calls=[ToolCall(id="nav", name="browser_navigate", arguments_json=navigate)])
+        return Step(text=f"{HOSTILE} {feedback[0].output.text.splitlines()[0]}")
 
 
 @pytest.fixture(scope="module")

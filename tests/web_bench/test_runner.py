@@ -1,9 +1,10 @@
 """The runner end to end: scripted smoke on both backends, the model policy through the loopback
-model stub, forbidden tools, state timing and the event record."""
+model stub, forbidden tools, state timing and the event record — both policies on the one loop."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import pytest
@@ -11,25 +12,50 @@ import pytest
 from farm.errors import FarmError
 from farm.llm.client import make_client
 from farm.llm.config import LLMConfig
+from farm.llm.loop import Feedback, LoopHooks, Policy, Step
+from farm.llm.policy import ModelPolicy
 from farm.llm.stub import ModelStub, StubReply, StubUsage
 from tests.helpers.web import BackendFactory
 from web_bench import snapshot
 from web_bench.matrix import plan
-from web_bench.model_policy import ModelPolicy
+from web_bench.model_policy import model_policy
 from web_bench.results import WebRun, expand
-from web_bench.runner import RunContext, run_matrix
-from web_bench.scripted import ScriptedPolicy
-from web_bench.site.catalog import SUITE_VERSION, TASK_NAMES
+from web_bench.runner import MAX_STEPS, RunContext, run_matrix
+from web_bench.scripted import SCRIPTS, Script, ScriptedPolicy
+from web_bench.site.catalog import SUITE_VERSION, TASK_NAMES, TaskInstance
 from web_bench.site.server import SiteServer
-from web_bench.turn import Policy
+from web_bench.turn import WebBrief
 
 
-def _run(make_backend: BackendFactory, site: SiteServer, policy: Policy, name: str, backends: list[str],
-         tasks: list[str], seed: int = 1) -> list[WebRun]:
+def _run(make_backend: BackendFactory, site: SiteServer, policy: Policy[WebBrief], name: str, backends: list[str],
+         tasks: list[str], seed: int = 1, max_steps: int = MAX_STEPS) -> list[WebRun]:
     opened = {b: make_backend(b) for b in backends}  # type: ignore[arg-type]
     ctx = RunContext(run_id="test", site_url=site.base_url, policy=policy, policy_name=name,  # type: ignore[arg-type]
-                     timeout_ms=60000)
+                     timeout_ms=60000, max_steps=max_steps)
     return run_matrix(plan(tasks, [seed], 1, backends), opened, ctx, lambda _: None)  # type: ignore[arg-type]
+
+
+class _Recorded(ScriptedPolicy):
+    """The scripted policy, keeping every call it made per task."""
+
+    def __init__(self, scripts: dict[str, Callable[[TaskInstance, str], Script]] | None = None) -> None:
+        super().__init__(scripts)
+        self.calls: dict[str, list[str]] = {}
+        self._task = ""
+
+    def begin(self, brief: WebBrief, hooks: LoopHooks) -> None:
+        self._task = brief.instance.task
+        self.calls[self._task] = []
+        super().begin(brief, hooks)
+
+    def step(self, step: int, feedback: Sequence[Feedback]) -> Step:
+        move = super().step(step, feedback)
+        self.calls[self._task] += [c.name for c in move.calls]
+        return move
+
+
+def _scripted_events(tools: int) -> list[str]:
+    return ["turn/start", *["tool/call", "tool/result"] * tools, "assistant/text", "turn/end"]
 
 
 def test_scripted_smoke_succeeds_on_both_backends(make_backend: BackendFactory, site: SiteServer) -> None:
@@ -57,7 +83,59 @@ def test_event_runs_expand_to_the_turn(make_backend: BackendFactory, site: SiteS
     events = expand(run.diagnostics.event_type_runs)
     assert events[0] == "turn/start" and events[-1] == "turn/end"
     assert events.count("tool/call") == run.diagnostics.tool_calls == 2
+    assert events == _scripted_events(2)
     assert run.timings.tool_wall_ms > 0
+
+
+def test_each_script_makes_its_calls_one_per_step(make_backend: BackendFactory, site: SiteServer) -> None:
+    policy = _Recorded()
+    runs = _run(make_backend, site, policy, "scripted", ["playwright"], list(TASK_NAMES), seed=3)
+    assert [(r.task, r.success) for r in runs] == [(t, True) for t in TASK_NAMES]
+    click, type_ = "browser_click", "browser_type"
+    assert policy.calls == {
+        "order_lookup": ["browser_navigate", click],
+        "notification_toggle": ["browser_navigate", click, click],
+        "contact_form": ["browser_navigate", type_, type_, type_, click],
+        "inventory_filter": ["browser_navigate", "browser_select_option", click],
+        "cart_checkout": ["browser_navigate", click, click, type_, click, click],
+        "lazy_load": ["browser_navigate", click, "browser_wait_for"],
+    }
+    for run in runs:
+        assert expand(run.diagnostics.event_type_runs) == _scripted_events(len(policy.calls[run.task]))
+
+
+def _click_a_missing_ref(inst: TaskInstance, url: str) -> Script:
+    yield "browser_navigate", {"url": url}
+    yield "browser_click", {"element": "nothing", "ref": "e99999"}
+    return "never reached"
+
+
+def test_a_script_whose_call_fails_ends_without_an_answer(make_backend: BackendFactory, site: SiteServer) -> None:
+    policy = _Recorded({"order_lookup": _click_a_missing_ref})
+    (run,) = _run(make_backend, site, policy, "scripted", ["playwright"], ["order_lookup"])
+    assert policy.calls["order_lookup"] == ["browser_navigate", "browser_click"]
+    assert (run.success, run.status, run.answer, run.infrastructure_error) == (False, "completed", None, False)
+    assert run.error is not None and run.error.startswith("script: ") and "e99999" in run.error
+    assert run.diagnostics.tool_errors == 1
+    assert expand(run.diagnostics.event_type_runs) == [
+        "turn/start", "tool/call", "tool/result", "tool/call", "tool/error", "assistant/text", "turn/end",
+    ]
+
+
+def _order_of_another(inst: TaskInstance, url: str) -> Script:
+    # The real script for an order the list does not show: its step cannot be made, no call is sent.
+    return SCRIPTS["order_lookup"](inst.model_copy(update={"target": "NO-SUCH-ORDER"}), url)
+
+
+def test_a_script_step_the_page_does_not_allow_ends_without_an_answer(
+    make_backend: BackendFactory, site: SiteServer
+) -> None:
+    policy = _Recorded({"order_lookup": _order_of_another})
+    (run,) = _run(make_backend, site, policy, "scripted", ["playwright"], ["order_lookup"])
+    assert policy.calls["order_lookup"] == ["browser_navigate"]
+    assert (run.status, run.answer, run.diagnostics.tool_errors) == ("completed", None, 0)
+    assert run.error is not None and run.error.startswith("script: ") and "NO-SUCH-ORDER" in run.error
+    assert expand(run.diagnostics.event_type_runs) == _scripted_events(1)
 
 
 def _text(content: Any) -> str:
@@ -110,10 +188,14 @@ def _order_lookup_model(forbidden_tool: bool) -> Any:
     return respond
 
 
-def _model_policy(stub: ModelStub, provider: Literal["openai", "anthropic"] = "openai") -> ModelPolicy:
+def _model_policy(stub: ModelStub, provider: Literal["openai", "anthropic"] = "openai") -> ModelPolicy[WebBrief]:
     cfg = LLMConfig(provider=provider, model="stub-model", base_url=stub.base_url(provider), api_key_env="STUB_KEY",
                     max_retries=0)
-    return ModelPolicy(make_client(cfg, environ={"STUB_KEY": "test-key"}))
+    return model_policy(make_client(cfg, environ={"STUB_KEY": "test-key"}))
+
+
+def _model_step(*tool_events: str) -> list[str]:
+    return ["model/request", "model/response", *tool_events]
 
 
 @pytest.mark.parametrize("backend", ["playwright", "android-chrome"])
@@ -123,6 +205,10 @@ def test_model_policy_drives_a_task_to_success(make_backend: BackendFactory, sit
         offered = {t["function"]["name"] for t in stub.requests[0].body["tools"]}
     assert run.success, (run.error, run.validation.detail)
     assert run.diagnostics.model_calls == 3
+    assert expand(run.diagnostics.event_type_runs) == [
+        "turn/start", *_model_step("tool/call", "tool/result"), *_model_step("tool/call", "tool/result"),
+        *_model_step("assistant/text"), "turn/end",
+    ]
     assert (run.tokens.input_new, run.tokens.cache_read, run.tokens.output) == (300, 60, 21)
     assert run.timings.ttft_ms is not None and run.timings.ttft_ms <= run.timings.completion_ms
     assert offered == {
@@ -140,6 +226,9 @@ def test_non_browser_tool_fails_the_run(make_backend: BackendFactory, site: Site
     assert run.diagnostics.disallowed_tools == ["bash"]
     assert run.status == "completed"
     assert "not allowed" in refused
+    assert expand(run.diagnostics.event_type_runs)[-6:] == [
+        "tool/call", "tool/refused", *_model_step("assistant/text"), "turn/end",
+    ]
 
 
 def test_model_error_ends_the_turn_as_error(make_backend: BackendFactory, site: SiteServer) -> None:
@@ -148,6 +237,7 @@ def test_model_error_ends_the_turn_as_error(make_backend: BackendFactory, site: 
     assert not run.success
     assert run.status == "error" and run.error is not None and "500" in run.error
     assert run.infrastructure_error
+    assert expand(run.diagnostics.event_type_runs) == ["turn/start", "model/request", "model/error", "turn/end"]
 
 
 def test_run_past_its_time_limit_fails_as_timeout(make_backend: BackendFactory, site: SiteServer) -> None:
@@ -156,15 +246,19 @@ def test_run_past_its_time_limit_fails_as_timeout(make_backend: BackendFactory, 
                      timeout_ms=1)
     (run,) = run_matrix(plan(["cart_checkout"], [1], 1, ["playwright"]), {"playwright": backend}, ctx,
                         lambda _: None)
-    assert (run.success, run.status) == (False, "timeout")
+    assert (run.success, run.status, run.error) == (False, "timeout", "time limit reached")
+    events = expand(run.diagnostics.event_type_runs)
+    assert (events[0], events[-1], "assistant/text" in events) == ("turn/start", "turn/end", False)
 
 
 def test_model_that_never_answers_fails_at_the_step_limit(make_backend: BackendFactory, site: SiteServer) -> None:
     with ModelStub(default=StubReply(tool_calls=[("browser_snapshot", {})])) as stub:
-        policy = _model_policy(stub)
-        policy.max_steps = 3
-        (run,) = _run(make_backend, site, policy, "model", ["playwright"], ["lazy_load"])
+        (run,) = _run(make_backend, site, _model_policy(stub), "model", ["playwright"], ["lazy_load"], max_steps=3)
     assert (run.success, run.status, run.diagnostics.model_calls) == (False, "max_steps", 3)
+    assert run.error == "no final answer within 3 model steps"
+    assert expand(run.diagnostics.event_type_runs) == [
+        "turn/start", *_model_step("tool/call", "tool/result") * 3, "turn/end",
+    ]
 
 
 class _BrokenBackend:

@@ -3,7 +3,8 @@ limits, the access guard, and the attempt's files.
 
 Files, in the order they are written: `task.json` (at once), `trace.ndjson` (streamed), `session.json`,
 `final-<sha256[:16]>.png` (when the page could be captured), `result.json` (atomic, last — its presence means
-the attempt is over). The model loop is the one every lane uses (`farm.llm.loop.run_tool_loop`).
+the attempt is over). The agent is the plain model policy (`farm.llm.policy.ModelPolicy`) on the loop every lane
+uses (`farm.llm.loop.run_tool_loop`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from farm.fsutil import atomic_write_text, new_file_mode
 from farm.llm.client import ModelClient, make_client
 from farm.llm.config import LLMConfig
 from farm.llm.loop import run_tool_loop
+from farm.llm.policy import ModelPolicy
 from farm.llm.types import Message
 from farm.manifest import utc_now
 from web_bench.model_policy import tool_specs
@@ -62,6 +64,11 @@ SYSTEM_PROMPT = (
 def run_prompt(task: WvTask) -> str:
     """The user message of an attempt: the task text and the start URL."""
     return f"Task: {task.confirmed_task}\nStart at {task.website}"
+
+
+def opening(task: WvTask) -> list[Message]:
+    """The first messages of an attempt's conversation: the system prompt and the run prompt."""
+    return [Message.system(SYSTEM_PROMPT), Message.user(run_prompt(task))]
 
 
 def prompt_sha256() -> str:
@@ -148,7 +155,7 @@ class _Runner:
         self.settings = settings
         self.trace = trace
         self.state = AttemptState(settings.timeout_ms, settings.price, settings.llm.model, trace, cancel)
-        self.messages = [Message.system(SYSTEM_PROMPT), Message.user(run_prompt(task))]
+        self.messages = opening(task)
 
     def run(self, client: ModelClient | None) -> AgentResult:
         s, st = self.settings, self.state
@@ -217,8 +224,14 @@ class _Runner:
 
     def _loop(self, client: ModelClient) -> None:
         st = self.state
-        out = run_tool_loop(client, self.messages, tool_specs(), st.execute, max_steps=self.settings.max_rounds,
-                            expired=st.expired, hooks=st)
+        policy = ModelPolicy(client, tool_specs(), opening)
+        try:
+            out = run_tool_loop(policy, self.task, st.execute, max_steps=self.settings.max_rounds,
+                                expired=st.expired, hooks=st)
+            # What a halt left unread still belongs in session.json.
+            policy.take(out.unread)
+        finally:
+            self.messages = policy.messages
         st.answer = out.answer if out.status == "completed" else out.last_text
         if out.status == "completed":
             st.status = "completed"

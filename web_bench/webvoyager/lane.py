@@ -70,7 +70,7 @@ def finish(prepared: Prepared, views: dict[str, TaskView], *, halted: str | None
     report = render_report(manifest, summary, prepared.tasks, views)
     atomic_write_text(tree.report, report)
     run_dir = tree.root.parent
-    records = [to_record(opts.run_id, t, views.get(t.task_id)) for t in prepared.tasks]
+    records = [to_record(opts.run_id, t, views.get(t.task_id), judge_mode=opts.judge) for t in prepared.tasks]
     atomic_write_text(run_dir / RECORDS_FILE, "".join(r.model_dump_json(exclude_none=True) + "\n" for r in records))
     return tree.report
 
