@@ -40,27 +40,40 @@ class _Recorded(ScriptedPolicy):
 
     def __init__(self, scripts: dict[str, Callable[[TaskInstance, str], Script]] | None = None) -> None:
         super().__init__(scripts)
-        self.calls: dict[str, list[str]] = {}
-        self._task = ""
+        self.runs: dict[str, list[list[str]]] = {}
+        """Task → the calls of each of its runs, in run order."""
+        self._current: list[str] = []
+
+    @property
+    def calls(self) -> dict[str, list[str]]:
+        """Task → the calls of its latest run."""
+        return {task: runs[-1] for task, runs in self.runs.items()}
 
     def begin(self, brief: WebBrief, hooks: LoopHooks) -> None:
-        self._task = brief.instance.task
-        self.calls[self._task] = []
+        self.runs.setdefault(brief.instance.task, []).append([])
+        self._current = self.runs[brief.instance.task][-1]
         super().begin(brief, hooks)
 
     def step(self, step: int, feedback: Sequence[Feedback]) -> Step:
         move = super().step(step, feedback)
-        self.calls[self._task] += [c.name for c in move.calls]
+        self._current += [c.name for c in move.calls]
         return move
+
+
+@pytest.fixture(scope="module")
+def smoke(make_backend: BackendFactory, site: SiteServer) -> tuple[list[WebRun], _Recorded]:
+    """The scripted smoke, run once for the module: every task on playwright, then on android-chrome."""
+    policy = _Recorded()
+    runs = _run(make_backend, site, policy, "scripted", ["playwright", "android-chrome"], list(TASK_NAMES), seed=3)
+    return runs, policy
 
 
 def _scripted_events(tools: int) -> list[str]:
     return ["turn/start", *["tool/call", "tool/result"] * tools, "assistant/text", "turn/end"]
 
 
-def test_scripted_smoke_succeeds_on_both_backends(make_backend: BackendFactory, site: SiteServer) -> None:
-    runs = _run(make_backend, site, ScriptedPolicy(), "scripted", ["playwright", "android-chrome"],
-                list(TASK_NAMES), seed=3)
+def test_scripted_smoke_succeeds_on_both_backends(smoke: tuple[list[WebRun], _Recorded]) -> None:
+    runs, _ = smoke
     assert len(runs) == 12
     failed = [(r.task, r.backend, r.error, r.validation.detail) for r in runs if not r.success]
     assert failed == []
@@ -68,18 +81,15 @@ def test_scripted_smoke_succeeds_on_both_backends(make_backend: BackendFactory, 
     assert all(r.benchmark_suite_version == SUITE_VERSION for r in runs)
 
 
-def test_write_tasks_record_state_reached_and_read_tasks_do_not(
-    make_backend: BackendFactory, site: SiteServer
-) -> None:
-    runs = _run(make_backend, site, ScriptedPolicy(), "scripted", ["playwright"], ["order_lookup", "contact_form"])
-    by_task = {r.task: r for r in runs}
+def test_write_tasks_record_state_reached_and_read_tasks_do_not(smoke: tuple[list[WebRun], _Recorded]) -> None:
+    by_task = {r.task: r for r in smoke[0] if r.backend == "playwright"}
     assert by_task["order_lookup"].timings.state_reached_ms is None
     reached = by_task["contact_form"].timings.state_reached_ms
     assert reached is not None and 0 < reached <= by_task["contact_form"].timings.completion_ms
 
 
-def test_event_runs_expand_to_the_turn(make_backend: BackendFactory, site: SiteServer) -> None:
-    (run,) = _run(make_backend, site, ScriptedPolicy(), "scripted", ["playwright"], ["order_lookup"])
+def test_event_runs_expand_to_the_turn(smoke: tuple[list[WebRun], _Recorded]) -> None:
+    (run,) = [r for r in smoke[0] if (r.task, r.backend) == ("order_lookup", "playwright")]
     events = expand(run.diagnostics.event_type_runs)
     assert events[0] == "turn/start" and events[-1] == "turn/end"
     assert events.count("tool/call") == run.diagnostics.tool_calls == 2
@@ -87,12 +97,10 @@ def test_event_runs_expand_to_the_turn(make_backend: BackendFactory, site: SiteS
     assert run.timings.tool_wall_ms > 0
 
 
-def test_each_script_makes_its_calls_one_per_step(make_backend: BackendFactory, site: SiteServer) -> None:
-    policy = _Recorded()
-    runs = _run(make_backend, site, policy, "scripted", ["playwright"], list(TASK_NAMES), seed=3)
-    assert [(r.task, r.success) for r in runs] == [(t, True) for t in TASK_NAMES]
+def test_each_script_makes_its_calls_one_per_step(smoke: tuple[list[WebRun], _Recorded]) -> None:
+    runs, policy = smoke
     click, type_ = "browser_click", "browser_type"
-    assert policy.calls == {
+    expected = {
         "order_lookup": ["browser_navigate", click],
         "notification_toggle": ["browser_navigate", click, click],
         "contact_form": ["browser_navigate", type_, type_, type_, click],
@@ -100,8 +108,10 @@ def test_each_script_makes_its_calls_one_per_step(make_backend: BackendFactory, 
         "cart_checkout": ["browser_navigate", click, click, type_, click, click],
         "lazy_load": ["browser_navigate", click, "browser_wait_for"],
     }
+    # The same calls on both backends: the script reads refs from each backend's own snapshot.
+    assert policy.runs == {task: [calls, calls] for task, calls in expected.items()}
     for run in runs:
-        assert expand(run.diagnostics.event_type_runs) == _scripted_events(len(policy.calls[run.task]))
+        assert expand(run.diagnostics.event_type_runs) == _scripted_events(len(expected[run.task]))
 
 
 def _click_a_missing_ref(inst: TaskInstance, url: str) -> Script:
