@@ -21,15 +21,15 @@ def new_file_mode() -> int:
     return 0o666 & ~mask
 
 
-def _write_temp(path: Path, text: str, encoding: str) -> str:
+def _write_temp(path: Path, data: bytes) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         # mkstemp makes the file 0600; the result gets the mode any new file would (a CI artifact server
         # running as another user must be able to read the reports).
         os.fchmod(fd, new_file_mode())
-        with os.fdopen(fd, "w", encoding=encoding, newline="") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
     except BaseException:
@@ -40,7 +40,12 @@ def _write_temp(path: Path, text: str, encoding: str) -> str:
 
 def atomic_write_text(path: Path, text: str, *, encoding: str = "utf-8") -> None:
     """Write `text` to `path` through a temp file and rename, so readers never see half a file."""
-    tmp = _write_temp(path, text, encoding)
+    atomic_write_bytes(path, text.encode(encoding))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a temp file and rename, so readers never see half a file."""
+    tmp = _write_temp(path, data)
     try:
         os.replace(tmp, path)
     finally:
@@ -55,7 +60,7 @@ def create_new_text(path: Path, text: str, *, what: str = "file", encoding: str 
     """
     if path.exists():
         raise FarmError(f"{path}: {what} already exists", hint="choose another path; results are never overwritten")
-    tmp = _write_temp(path, text, encoding)
+    tmp = _write_temp(path, text.encode(encoding))
     try:
         os.link(tmp, path)
     except FileExistsError:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,7 +20,7 @@ from playwright.sync_api import Error as PlaywrightError
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from farm.errors import FarmError
-from farm.fsutil import atomic_write_text, new_file_mode
+from farm.fsutil import atomic_write_bytes, atomic_write_text
 from farm.llm.client import ModelClient, make_client
 from farm.llm.config import LLMConfig
 from farm.llm.loop import run_tool_loop
@@ -267,7 +266,7 @@ class _Runner:
             return None, error
         digest = hashlib.sha256(png).hexdigest()
         name = f"final-{digest[:16]}.png"
-        _write_bytes(self.dir / name, png)
+        atomic_write_bytes(self.dir / name, png)
         self.trace.emit(ScreenshotEvent(path=name, sha256=digest))
         return name, None
 
@@ -277,16 +276,3 @@ class _Runner:
         path = browser.har_file
         return str(path.relative_to(self.dir)) if path.is_relative_to(self.dir) else str(path)
 
-
-def _write_bytes(path: Path, data: bytes) -> None:
-    """Write a binary file atomically (temp file, fsync, rename)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        os.fchmod(fd, new_file_mode())
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
