@@ -10,8 +10,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from farm.results.query_output import to_tsv
-
 
 def stdout_is_terminal() -> bool:
     """Whether a person is reading stdout (not a pipe, a file or a test runner)."""
@@ -25,6 +23,9 @@ def print_table(columns: Sequence[str], rows: Sequence[Sequence[str]], *, title:
     """Print `rows` under `columns`: a rich table (cells folded, never elided) at a terminal, else tab-separated
     text without the title."""
     if not stdout_is_terminal():
+        # Imported here: every `farm` command asks `stdout_is_terminal`, and this import brings in pydantic.
+        from farm.results.query_output import to_tsv
+
         sys.stdout.write(to_tsv(columns, rows))
         sys.stdout.flush()
         return
