@@ -254,20 +254,8 @@ class PhoneSession(LoopHooks):
 
 
 def _action(call: ToolCall, text: str | None) -> ActionLine:
-    raw = call.arguments_json
-    return ActionLine(tool=call.name, args=_args_dict(raw), raw=None if _parses(raw) else raw, message=text or None)
-
-
-def _parses(arguments: str) -> bool:
+    # Parsed as the loop parses it; arguments that are not a JSON object are kept raw for the transcript.
     try:
-        return isinstance(json.loads(arguments or "{}"), dict)
-    except json.JSONDecodeError:
-        return False
-
-
-def _args_dict(arguments: str) -> dict[str, JsonValue]:
-    try:
-        value = json.loads(arguments or "{}")
-    except json.JSONDecodeError:
-        return {}
-    return value if isinstance(value, dict) else {}
+        return ActionLine(tool=call.name, args=call.arguments(), message=text or None)
+    except ValueError:
+        return ActionLine(tool=call.name, args={}, raw=call.arguments_json, message=text or None)

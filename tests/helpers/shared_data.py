@@ -11,8 +11,11 @@ SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 
 def shared_data(*parts: str) -> Path:
-    """The path `../shared/data/<parts…>`; skips the calling test when it is absent."""
+    """The path `../shared/data/<parts…>`. Skips the calling test only when `../shared/data` itself is absent;
+    with it present, a missing file fails the test, so a renamed or mistyped file cannot pass as a skip."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"{SHARED_DATA} is absent: third-party data is not committed to the project (CI provides it)")
     path = SHARED_DATA.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"{path} is absent: third-party data is not committed to the project (CI provides ../shared)")
+        pytest.fail(f"{path} is missing from ../shared/data: a test names a file the shared data does not have")
     return path
