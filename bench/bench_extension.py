@@ -30,11 +30,11 @@ from web_bench.browser.chromium import find_chromium
 from web_bench.browser.contract import BackendName, ToolResult
 from web_bench.browser.extension_backend import ExtensionBackend
 from web_bench.browser.playwright_backend import PlaywrightBackend
-from web_bench.lane import ModelChoice, run_lane
-from web_bench.matrix import plan
-from web_bench.results import read_runs
-from web_bench.site.catalog import TASK_NAMES
-from web_bench.site.server import SiteClient, SiteServer
+from web_bench.paired.lane import ModelChoice, run_lane
+from web_bench.paired.matrix import plan
+from web_bench.paired.results import read_runs
+from web_bench.paired.site.catalog import TASK_NAMES
+from web_bench.paired.site.server import SiteClient, SiteServer
 
 
 def snapshot_latency(site: SiteServer, mcp: McpClient, rounds: int) -> None:

@@ -22,10 +22,10 @@ def main() -> None:
     import os
 
     from farm.android.instrument_executor import instrument_argv
-    from farm.android.lane import run, run_request
     from farm.android.options import AgentOptions
     from farm.sim.launcher import free_port, kill_adb_server, start_phones
     from farm.sim.profile import default_profile
+    from farm.sweep.dev_run import run, run_request
 
     repo = Path(__file__).resolve().parents[1]
     port = free_port()

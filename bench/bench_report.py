@@ -18,11 +18,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from farm.manifest import Manifest, PhoneEntry, create_run_dir, utc_now  # noqa: E402
+from farm.manifest import Manifest, PhoneEntry, utc_now  # noqa: E402
+from farm.report.aggregate import Aggregation, aggregate  # noqa: E402
 from farm.report.junit import write_junit  # noqa: E402
 from farm.report.writers import write_csv, write_reports  # noqa: E402
-from farm.results.aggregate import Aggregation, aggregate  # noqa: E402
 from farm.results.stats import wilson  # noqa: E402
+from farm.results.store import RunStore
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
 GOAL_S = 3.0
@@ -72,10 +73,10 @@ def plain_loop(path: Path) -> dict[str, tuple[int, int]]:
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         runs = Path(tmp)
-        run_dir = create_run_dir(
+        run_dir = RunStore.create(
             runs, Manifest(run_id="bench", created_at=utc_now(),
                            phones=[PhoneEntry(serial=f"SER{i:02d}", model="Pixel 7") for i in range(8)])
-        )
+        ).run_dir
         t0 = time.perf_counter()
         synthesise(run_dir / "records.jsonl", N)
         gen = time.perf_counter() - t0

@@ -25,9 +25,9 @@ from typing import Any
 from web_bench.browser.android_chrome import AndroidChromeBackend
 from web_bench.browser.chromium import CHROMIUM_ARGS, find_chromium
 from web_bench.browser.playwright_backend import PlaywrightBackend
-from web_bench.site import data
-from web_bench.site.server import SiteClient, SiteServer
-from web_bench.virtual_phone import VirtualChromePhone
+from web_bench.paired.site import data
+from web_bench.paired.site.server import SiteClient, SiteServer
+from web_bench.paired.virtual_phone import VirtualChromePhone
 
 
 class McpClient:

@@ -29,7 +29,7 @@ from farm.llm.stub import ModelStub  # noqa: E402
 from tests.helpers.wv_lane import SIX, STAND_IN, Scenario  # noqa: E402
 from web_bench.browser import driver  # noqa: E402
 from web_bench.browser.chromium import CHROMIUM_ARGS, find_chromium  # noqa: E402
-from web_bench.webvoyager.data import copy_from  # noqa: E402
+from web_bench.webvoyager.data_files import copy_from  # noqa: E402
 from web_bench.webvoyager.lane import run_webvoyager  # noqa: E402
 from web_bench.webvoyager.options import RunOptions  # noqa: E402
 from web_bench.webvoyager.standin import StandIn  # noqa: E402

@@ -176,19 +176,6 @@ def manifest_path(run_dir: Path) -> Path:
     return run_dir / "manifest.json"
 
 
-def create_run_dir(runs_root: Path, manifest: Manifest) -> Path:
-    """Create `runs/<id>/` and write its manifest first; refuse an existing run directory."""
-    run_dir = runs_root / manifest.run_id
-    try:
-        run_dir.mkdir(parents=True, exist_ok=False)
-    except FileExistsError:
-        raise FarmError(
-            f"{run_dir}: run directory already exists", hint="pass a new --run; runs are never overwritten"
-        ) from None
-    save(run_dir, manifest)
-    return run_dir
-
-
 def save(run_dir: Path, manifest: Manifest) -> None:
     """Write the manifest atomically (it is updated as lanes finish), credentials removed (`redacted`);
     see `update` for concurrent writers."""

@@ -8,9 +8,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-EXIT_INTERRUPTED = 130
-"""Exit status of work stopped by Ctrl-C or SIGTERM (128 + SIGINT)."""
-
 
 @contextmanager
 def stop_on_signals(stop: threading.Event, on_stop: Callable[[str], None]) -> Iterator[None]:

@@ -8,6 +8,7 @@ import pytest
 
 from farm import manifest as mf
 from farm.errors import FarmError
+from farm.results.store import RunStore
 
 CANARY = "sk-canary-5f1e2d3c4b5a"
 
@@ -30,18 +31,18 @@ def test_redact_removes_nested_credentials_and_keeps_env_names() -> None:
 
 
 def test_create_run_dir_writes_manifest_first(tmp_path: Path) -> None:
-    run_dir = mf.create_run_dir(tmp_path, _manifest())
+    run_dir = RunStore.create(tmp_path, _manifest()).run_dir
     assert mf.load(run_dir).run_id == "r1"
 
 
 def test_create_run_dir_refuses_existing_run(tmp_path: Path) -> None:
-    mf.create_run_dir(tmp_path, _manifest())
+    RunStore.create(tmp_path, _manifest())
     with pytest.raises(FarmError, match="already exists"):
-        mf.create_run_dir(tmp_path, _manifest())
+        RunStore.create(tmp_path, _manifest())
 
 
 def test_add_lane_merges_outputs_of_the_same_lane(tmp_path: Path) -> None:
-    run_dir = mf.create_run_dir(tmp_path, _manifest())
+    run_dir = RunStore.create(tmp_path, _manifest()).run_dir
     mf.add_lane(run_dir, mf.LaneEntry(lane="web", outputs=["web/a.jsonl"]))
     mf.add_lane(run_dir, mf.LaneEntry(lane="web", outputs=["web/a.jsonl", "web/report.md"]))
     lanes = mf.load(run_dir).lanes
@@ -67,7 +68,7 @@ def test_concurrent_updates_lose_nothing(tmp_path) -> None:  # type: ignore[no-u
 
     from farm import manifest as mf
 
-    run_dir = mf.create_run_dir(tmp_path, mf.Manifest(run_id="r", created_at=mf.utc_now()))
+    run_dir = RunStore.create(tmp_path, mf.Manifest(run_id="r", created_at=mf.utc_now())).run_dir
 
     def add(n: int) -> None:
         for i in range(20):
@@ -106,7 +107,7 @@ def test_a_saved_manifest_holds_no_credential_from_config_command_lanes_or_notes
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FARM_TEST_MANIFEST_KEY", ENV_KEY)
-    run_dir = mf.create_run_dir(tmp_path, _leaky_manifest())
+    run_dir = RunStore.create(tmp_path, _leaky_manifest()).run_dir
     data = mf.manifest_path(run_dir).read_bytes()
     for secret in (URL_KEY, QUERY_KEY, ENV_KEY, HEADER_KEY):
         assert secret.encode() not in data
@@ -115,7 +116,7 @@ def test_a_saved_manifest_holds_no_credential_from_config_command_lanes_or_notes
 
 def test_a_saved_manifest_keeps_what_is_not_a_credential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FARM_TEST_MANIFEST_KEY", ENV_KEY)
-    loaded = mf.load(mf.create_run_dir(tmp_path, _leaky_manifest()))
+    loaded = mf.load(RunStore.create(tmp_path, _leaky_manifest()).run_dir)
     assert loaded.command[:3] == ["farm", "run", "--base-url"]
     assert loaded.command[4] == f"--base-url=https://{mf.REDACTED}@h.example/v1"
     assert loaded.command[5:7] == ["--api-key-env", "FARM_TEST_MANIFEST_KEY"]
@@ -129,7 +130,7 @@ def test_credentials_added_later_through_update_never_reach_the_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FARM_TEST_MANIFEST_KEY", ENV_KEY)
-    run_dir = mf.create_run_dir(tmp_path, _manifest())
+    run_dir = RunStore.create(tmp_path, _manifest()).run_dir
     mf.update(run_dir, lambda m: m.notes.append(f"retry https://u:{URL_KEY}@h/v1"))
     mf.update(run_dir, lambda m: m.command.extend(["--api-key", CANARY]))
     mf.add_lane(run_dir, mf.LaneEntry(lane="web", detail={"api_key": CANARY, "base_url": f"https://{URL_KEY}@h"}))
@@ -141,7 +142,7 @@ def test_credentials_added_later_through_update_never_reach_the_file(
 def test_save_leaves_the_callers_manifest_as_it_was(tmp_path: Path) -> None:
     manifest = _manifest()
     manifest.command = ["farm", "--api-key", CANARY]
-    mf.create_run_dir(tmp_path, manifest)
+    RunStore.create(tmp_path, manifest)
     assert manifest.command == ["farm", "--api-key", CANARY]
 
 
@@ -156,7 +157,7 @@ def test_an_ordinary_manifest_is_saved_unchanged(tmp_path: Path) -> None:
         lanes=[mf.LaneEntry(lane="android", outputs=["records.jsonl"], detail={"split": "all", "repeats": 2})],
         notes=["adb server unreachable: 10.0.0.9:5037"],
     )
-    assert mf.load(mf.create_run_dir(tmp_path, manifest)) == manifest
+    assert mf.load(RunStore.create(tmp_path, manifest).run_dir) == manifest
 
 
 @pytest.mark.parametrize("run_id", ["../x", "/tmp/x", "a/b", "..", ""])

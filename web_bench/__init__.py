@@ -1,2 +1,2 @@
-"""The web lane: a deterministic local task site, one browser tool contract with two backends,
-a paired runner and its statistical report (and, under `webvoyager/`, the WebVoyager runner)."""
+"""The browser lanes: one `browser_*` tool contract and its backends (`browser/`, `extension/`), seed 001's paired
+backend benchmark on a local task site (`paired/`), and seed 002's WebVoyager lane (`webvoyager/`)."""

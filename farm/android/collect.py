@@ -12,7 +12,6 @@ from pydantic import ValidationError
 from farm import manifest as mf
 from farm.android import devices, health
 from farm.android.bundle import bundle_device_path
-from farm.android.paths import raw_dir
 from farm.android.phone_records import summary_source, with_evidence
 from farm.android.prepare import PhoneFacts, Resolver, installed_packages, prepare, signed_in
 from farm.android.pull import pull_tree
@@ -21,7 +20,7 @@ from farm.errors import FarmError
 from farm.names import check_name
 from farm.results.normalise import Context, normalise_file
 from farm.results.record import Execution
-from farm.results.store import RECORDS_FILE, append_records, new_records
+from farm.results.store import RECORDS_FILE, RunStore, pulled_dir
 from farm.scoring.rescore import rescore_records
 from farm.taskset.loader import load_taskset
 from farm.taskset.model import Task
@@ -47,7 +46,7 @@ def pull_run(
     cfg: FarmConfig, *, serial: str, run: str, split: str, runs_dir: Path, profile: str | None,
     command: list[str] | None = None,
 ) -> PullSummary:
-    """Pull the phone's `eval/<run>/` into `runs/<run>/android/<serial>/<split>/raw/` and normalise it."""
+    """Pull the phone's `eval/<run>/` into the run's `pulled_dir`, joining (or creating) the run, and normalise it."""
     if split not in ("tune", "holdout", "all"):
         raise FarmError(f"--split {split}: invalid split", hint="use tune, holdout or all")
     check_name(run, "--run")
@@ -56,7 +55,7 @@ def pull_run(
     if phone.state != "device":
         raise FarmError(f"{serial}: adb state is {phone.state}", hint="reconnect the phone")
     run_dir = runs_dir / run
-    raw = raw_dir(run_dir, serial, split)
+    raw = pulled_dir(run_dir, serial, split)
     device = phone.device()
     remote = prof.eval_dir(run)
 
@@ -71,18 +70,12 @@ def pull_run(
         android=devices.shell(device, ["getprop", "ro.build.version.release"]).strip() or None,
         agent_version=health.version_name(device, prof.package),
     )
-    if not run_dir.exists():
-        manifest = mf.Manifest(
-            run_id=run, created_at=mf.utc_now(), command=command or [], code=mf.code_fingerprint(),
-            config=mf.redact(cfg.model_dump(mode="json")), phones=[entry],
-            lanes=[mf.LaneEntry(lane="android", detail={"split": split, "profile": profile_name, "pulled": True})],
-        )
-        mf.create_run_dir(runs_dir, manifest)
-    else:
-        manifest = mf.load(run_dir)
-        if all(p.serial != serial for p in manifest.phones):
-            manifest.phones.append(entry)
-            mf.save(run_dir, manifest)
+    # A run made here says it was pulled; a run `farm run` made keeps its own lane settings.
+    store, _created = RunStore.join(runs_dir, run, mf.LaneEntry(lane="android"), new=lambda: mf.Manifest(
+        run_id=run, created_at=mf.utc_now(), command=command or [], code=mf.code_fingerprint(),
+        config=mf.redact(cfg.model_dump(mode="json")),
+        lanes=[mf.LaneEntry(lane="android", detail={"split": split, "profile": profile_name, "pulled": True})]))
+    store.update(lambda m: m.phones.extend([entry] if all(p.serial != serial for p in m.phones) else []))
     # A tree already pulled is never overwritten: pulling again only adds what the run does not have.
     refused = [] if raw.exists() else pull_tree(device, remote, raw, cfg.pull).refused
     tasks, tasks_from = bundle_tasks(device, prof.resolved_files_dir(), run)
@@ -92,14 +85,13 @@ def pull_run(
     ctx = Context(run=run, device=serial, split=split, executor="instrument", execution=execution)
     normalised = normalise_file(raw / "scores.jsonl", ctx, "scores.jsonl")
     scored = rescore_records(normalised.records, tasks, raw, why_unknown=f"not in {tasks_from}")
-    fresh, already = new_records(run_dir / RECORDS_FILE, with_evidence(scored, raw, run_dir))
-    append_records(run_dir / RECORDS_FILE, fresh)
+    fresh, already = store.append_new(with_evidence(scored, raw, run_dir))
     source = summary_source(raw, run_dir, serial)
-    mf.add_lane(run_dir, mf.LaneEntry(
+    store.add_lane(mf.LaneEntry(
         lane="android", outputs=[RECORDS_FILE, str(raw.relative_to(run_dir))],
         override_sources=[source] if source is not None else [],
     ))
-    return PullSummary(run_dir, raw, len(fresh), normalised.problems, refused, already, tasks_from)
+    return PullSummary(run_dir, raw, fresh, normalised.problems, refused, already, tasks_from)
 
 
 def bundle_tasks(device: AdbDevice, files_dir: str, run: str) -> tuple[dict[str, Task], str]:

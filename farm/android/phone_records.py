@@ -3,6 +3,7 @@ and the evidence each record names."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from farm import manifest as mf
@@ -14,13 +15,13 @@ from farm.scoring.rescore import rescore_records
 from farm.taskset.loader import LoadedTask
 
 
-def skip_record(ctx: Context, loaded: LoadedTask, reason: str, execution: Execution) -> Record:
-    """The record of a task the harness skipped on a phone before it ran."""
+def skip_record(ctx: Context, loaded: LoadedTask, reason: str, *, repeat: int = 1) -> Record:
+    """The record of a task the harness skipped on a phone (`ctx.device`) before it ran."""
     t = loaded.task
     return Record(
-        run=ctx.run, lane="android", device=ctx.device, task_id=t.id, category=loaded.directory,
+        run=ctx.run, lane="android", device=ctx.device, task_id=t.id, repeat=repeat, category=loaded.directory,
         partition=t.partition, expect=t.expect, outcome="skipped", passed=False, reasons=[reason],
-        execution=execution, executor=ctx.executor, split=ctx.split, source="harness",
+        execution=ctx.execution, executor=ctx.executor, split=ctx.split, source="harness",
     )
 
 
@@ -61,7 +62,7 @@ def phone_records(
 
     Every record whose run record was pulled (`<raw>/<id>/run/`) names it as its `evidence`.
     """
-    records = [skip_record(ctx, lt, why, execution) for lt, why in prepared.skipped]
+    records = [skip_record(replace(ctx, execution=execution), lt, why) for lt, why in prepared.skipped]
     normalised = normalise_file(raw / "scores.jsonl", ctx, "scores.jsonl")
     if any(r.execution == "simulated" for r in normalised.records):
         execution = "simulated"

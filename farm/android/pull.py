@@ -1,4 +1,5 @@
-"""Pull a phone's `eval/<run>/` tree into `runs/<id>/android/<serial>/<split>/raw/`, safely and fast.
+"""Pull a phone's `eval/<run>/` tree into a directory of the run (`farm.results.store` names it: a try's
+`try_dir`, or `pulled_dir` for `farm pull`), safely and fast.
 
 Every entry name is checked before anything is written: a name that is absolute, contains a path
 separator, a control character or `..`, a symlink (never followed), a special file, or a file over

@@ -20,12 +20,7 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageErro
 from typer.exceptions import Abort
 
 from farm.errors import FarmError
-from farm.signals import EXIT_INTERRUPTED as EXIT_INTERRUPTED  # Ctrl-C (128 + SIGINT)
-
-EXIT_BAD_INPUT = 2
-"""Bad input: one line on stderr names the flag, file, field or device and the fix."""
-EXIT_INTERNAL = 70
-"""A bug (EX_SOFTWARE): one line on stderr names the exception and the log file holding the traceback."""
+from farm.exits import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED
 
 LOG_DIR_ENV = "FARM_LOG_DIR"
 """Where internal-error logs go, overriding the per-user state directory."""

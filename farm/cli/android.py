@@ -125,8 +125,8 @@ def run(
     if chosen is None:
         return
     agent, request_selection = chosen
-    from farm.android.lane import run as run_lane
-    from farm.android.lane import run_request
+    from farm.sweep.dev_run import run as run_lane
+    from farm.sweep.dev_run import run_request
 
     req = run_request(
         agent=agent, serials=device or [], all_phones=all_phones or all_alias, profile=profile,
@@ -137,7 +137,7 @@ def run(
     )
     from rich.console import Console
 
-    from farm.results.headline import disagreement_text, headline, headline_text
+    from farm.report.headline import disagreement_text, headline, headline_text
 
     result = run_lane(req)
     for h in result.left_out:

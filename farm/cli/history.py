@@ -27,7 +27,7 @@ def history(
     from farm.cli.paths import check_input_dir, check_output_dir
     from farm.config import load_config
     from farm.report.history import default_out_dir, write_history
-    from farm.results.history import load_history
+    from farm.report.history_data import load_history
 
     root = runs_dir if runs_dir is not None else Path(load_config(config).runs_dir)
     check_input_dir(root, "--runs-dir" if runs_dir is not None else runs_dir_source(config),

@@ -23,14 +23,16 @@ def report(
 ) -> None:
     """Aggregate run(s) into report.md, report.html, junit.xml and scores.csv."""
     from farm.cli.paths import check_output_dir
+    from farm.lane_plugins import install
     from farm.report.build import build_reports, resolve_run_dir
 
+    install()
     if out is not None:
         check_output_dir(out, "--out")
     dirs = [resolve_run_dir(r, runs_dir) for r in runs]
     paths = build_reports(dirs, include_holdout=include_holdout, overrides=overrides, out_dir=out, on_warning=_warn)
     if as_json:
-        from farm.results.report_summary import report_summary
+        from farm.report.summary import report_summary
 
         summary = report_summary(dirs, paths, include_holdout=include_holdout, overrides=overrides)
         print(summary.model_dump_json(indent=2))

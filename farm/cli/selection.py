@@ -58,7 +58,7 @@ def task_selection(
             raise FarmError(f"--exclude {pattern!r}: empty", hint="pass a task id or a pattern such as 'write/*'")
     only_ids: list[str] | None = None
     if only_failed_from is not None:
-        from farm.results.failed import failed_tasks, find_run
+        from farm.report.failed import failed_tasks, find_run
 
         only_ids = failed_tasks(find_run(only_failed_from, runs_dir)).task_ids
     if not sets and keyword is None and not exclude and only_ids is None:

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 if TYPE_CHECKING:
-    from web_bench.results import WebRun
+    from web_bench.paired.results import WebRun
 
 web_app = typer.Typer(
     name="web",
@@ -30,7 +30,7 @@ def serve(port: int = typer.Option(8765, "--port", metavar="PORT",
                                    help="Port on 127.0.0.1 (0 = any free port).")) -> None:
     """Serve the task site on 127.0.0.1 until interrupted."""
     from farm.errors import FarmError
-    from web_bench.site.server import SiteServer
+    from web_bench.paired.site.server import SiteServer
 
     if not 0 <= port <= 65535:
         raise FarmError(f"--port: {port} is not a TCP port", hint="pass 0…65535 (0 = any free port)")
@@ -83,8 +83,8 @@ def run(
     from farm.cli.paths import check_output_dir
     from farm.errors import FarmError
     from farm.names import check_name
-    from web_bench.lane import ModelChoice, check_timeout_ms, default_run_id, run_lane
-    from web_bench.matrix import parse_backends, parse_seeds, parse_tasks, plan
+    from web_bench.paired.lane import ModelChoice, check_timeout_ms, default_run_id, run_lane
+    from web_bench.paired.matrix import parse_backends, parse_seeds, parse_tasks, plan
 
     output, out_flag = either(out, output_alias, "--out", "--output")
     run_id, run_flag = either(run_name, run_id_alias, "--run", "--run-id")
@@ -141,7 +141,7 @@ def report(
 ) -> None:
     """Report a results file: success first, then latency, pairs, penalty, intervals, tokens."""
     from farm.errors import FarmError
-    from web_bench.report import report_file, to_markdown
+    from web_bench.paired.report import report_file, to_markdown
 
     if file is None:
         found = sorted((p for p in runs_dir.glob("*/web/*.jsonl") if p.is_file()), key=lambda p: p.stat().st_mtime)
@@ -176,8 +176,8 @@ def probe(
     """No model: each backend navigates, snapshots and clicks on the task site."""
     from farm.cli.aliases import either
     from farm.errors import FarmError
-    from web_bench.matrix import parse_backends
-    from web_bench.probe import probe as run_probe
+    from web_bench.paired.backend_probe import probe as run_probe
+    from web_bench.paired.matrix import parse_backends
 
     serial, _ = either(device, serial_alias, "--device", "--serial")
     chosen = parse_backends(backends or _default_backends(virtual_phone))

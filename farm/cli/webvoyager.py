@@ -129,7 +129,7 @@ def data(
     """Fetch or copy the WebVoyager data and verify every SHA-256; without a switch, show what is there."""
     from farm.cli.tables import print_table
     from farm.errors import FarmError
-    from web_bench.webvoyager import data as wv_data
+    from web_bench.webvoyager import data_files as wv_data
 
     dest = data_dir or wv_data.default_data_dir()
     if fetch and from_dir is not None:
@@ -159,7 +159,7 @@ def backfill(
     """Audit (read-only) or extend an older run to a bigger selection; finished tasks are protected."""
     from web_bench.webvoyager import backfill as wv_backfill
     from web_bench.webvoyager import dataset
-    from web_bench.webvoyager.data import default_data_dir
+    from web_bench.webvoyager.data_files import default_data_dir
     from web_bench.webvoyager.run import existing_root
 
     root = existing_root(_run_dir(runs_dir, run_name))

@@ -10,7 +10,8 @@ from farm.desktop.report import build_report, report_json, report_markdown
 from farm.desktop.report_section import batch_page_html
 from farm.errors import FarmError
 from farm.fsutil import create_new_text
-from farm.manifest import LaneEntry, Manifest, add_lane, code_fingerprint, create_run_dir, manifest_path, utc_now
+from farm.manifest import LaneEntry, Manifest, code_fingerprint, utc_now
+from farm.results.store import RunStore
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -32,23 +33,15 @@ def attach_batch(
     for rel in outputs:
         if (run_dir / rel).exists():
             raise FarmError(f"{run_dir / rel}: already attached", hint="a run keeps one report per batch version")
-    if not manifest_path(run_dir).exists():
-        if run_dir.exists() and any(run_dir.iterdir()):
-            raise FarmError(f"{run_dir}: exists but has no manifest.json", hint="pass a run directory made by farm")
-        if run_dir.exists():
-            run_dir.rmdir()
-        # Attaching is the whole of such a run: it is finished when made, never shown as still running.
-        now = utc_now()
-        create_run_dir(
-            runs_root,
-            Manifest(run_id=run_id, created_at=now, finished_at=now, status="finished", command=command or [],
-                     code=code_fingerprint()),
-        )
+    # Attaching is the whole of a run it makes: finished when made, never shown as still running.
+    now = utc_now()
+    store, _created = RunStore.join(runs_root, run_id, LaneEntry(lane="desktop"), new=lambda: Manifest(
+        run_id=run_id, created_at=now, finished_at=now, status="finished", command=command or [],
+        code=code_fingerprint()))
     create_new_text(run_dir / outputs[0], report_markdown(report), what="desktop report")
     create_new_text(run_dir / outputs[1], report_json(report), what="desktop report")
     create_new_text(run_dir / outputs[2], batch_page_html(report), what="desktop report")
-    add_lane(
-        run_dir,
+    store.add_lane(
         LaneEntry(
             lane="desktop",
             outputs=outputs,

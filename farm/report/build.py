@@ -7,15 +7,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from farm.errors import FarmError
+from farm.report.aggregate import aggregate
 from farm.report.writers import REPORT_FILES, write_reports
-from farm.results.aggregate import aggregate
+from farm.results.store import is_run_dir
 
 
 def resolve_run_dir(run: str, runs_dir: Path) -> Path:
     """A run id under `runs_dir`, or a path to a run directory."""
     candidates = [runs_dir / run, Path(run)]
     for c in candidates:
-        if c.is_dir() and ((c / "records.jsonl").is_file() or (c / "manifest.json").is_file()):
+        if is_run_dir(c):
             return c
     raise FarmError(f"{run}: no such run under {runs_dir}", hint="pass a run id from runs/ or --runs-dir")
 

@@ -11,9 +11,9 @@ from pathlib import Path
 from farm.errors import FarmError
 from farm.fsutil import create_new_text
 from farm.report.charts import rate_chart
+from farm.report.history_data import History, NightRow, PairChange
 from farm.report.markdown import pct
 from farm.report.model import RateRow
-from farm.results.history import History, NightRow, PairChange
 
 HISTORY_FILES = ("history.md", "history.html")
 _NUMERIC = {"attempted", "passed", "errors", "rate", "planned", "skipped", "phones used", "left out", "repeat",

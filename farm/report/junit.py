@@ -18,10 +18,10 @@ from pathlib import Path
 from xml.sax.saxutils import XMLGenerator
 
 from farm.fsutil import create_new_text
+from farm.report.aggregate import Aggregation
+from farm.report.headline import headline_text
 from farm.report.writers import _SETUP, _copy_new, _rows
-from farm.results.aggregate import Aggregation
 from farm.results.duck import sql_str
-from farm.results.headline import headline_text
 
 SCAN_SUITES = 32
 """Up to this many suites, each suite's units are read by a filtered scan in storage order (no sort)."""

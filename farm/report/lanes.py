@@ -3,6 +3,10 @@
 Every lane's units are records, so the headline, failures and tables already cover them; a lane registers a
 builder here for what only it has (the web lane's paired backend table and latency distributions, the desktop
 lane's ledger batches). The writers call `lane_sections` once per report and render each section in place.
+
+This module knows no lane's implementation: each lane's section module registers its builder when it is
+imported, and `farm.lane_plugins.install()` (above the report and the lanes) imports them. Whoever builds
+reports calls it first; a run with a lane that has sections but no registered builder is refused.
 """
 
 from __future__ import annotations
@@ -16,6 +20,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from farm.manifest import Manifest
 
 LaneName = Literal["android", "web", "webvoyager", "desktop"]
+
+SECTIONED_LANES: frozenset[LaneName] = frozenset({"web", "webvoyager", "desktop"})
+"""Lanes that add a section: a report over a run with one of them needs that lane's builder registered."""
+
+
+class LaneSectionsNotInstalled(RuntimeError):
+    """A run has a lane with sections whose builder was never registered (a programming error, not the run's)."""
 
 
 class SectionTable(BaseModel):
@@ -70,23 +81,14 @@ def register(lane: LaneName) -> Callable[[SectionBuilder], SectionBuilder]:
     return wrap
 
 
-def _load_builders() -> None:
-    # The lanes' builders live with the lanes; importing them registers them.
-    import importlib
-
-    for module in ("web_bench.report_section", "web_bench.webvoyager.report_section", "farm.desktop.report_section"):
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-
-
 def lane_sections(run_dirs: Sequence[Path]) -> list[LaneSection]:
-    """The sections every registered lane adds for these runs, in run order then lane order of the manifest."""
+    """The sections every registered lane adds for these runs, in run order then lane order of the manifest.
+
+    LaneSectionsNotInstalled when a run has a lane of SECTIONED_LANES with no registered builder: its section
+    would silently be missing from the report.
+    """
     from farm.manifest import load, manifest_path
 
-    _load_builders()
     sections: list[LaneSection] = []
     for run_dir in run_dirs:
         if not manifest_path(run_dir).is_file():
@@ -96,4 +98,8 @@ def lane_sections(run_dirs: Sequence[Path]) -> list[LaneSection]:
             builder = _BUILDERS.get(entry.lane)
             if builder is not None:
                 sections.extend(builder(run_dir, manifest))
+            elif entry.lane in SECTIONED_LANES:
+                raise LaneSectionsNotInstalled(
+                    f"{run_dir}: lane {entry.lane!r} has report sections but no builder is registered: "
+                    "farm.lane_plugins.install() was not called before building the report")
     return sections

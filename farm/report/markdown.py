@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from farm.report.charts import VERDICT_SYMBOLS, VERDICT_WORDS, duration
+from farm.report.headline import headline_text
 from farm.report.model import CountRow, OverrideRow, ReportData, SinceRow, SumRow
-from farm.results.headline import headline_text
 
 if TYPE_CHECKING:
     from jinja2 import Environment

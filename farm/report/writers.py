@@ -9,11 +9,11 @@ from pathlib import Path
 
 from farm.errors import FarmError
 from farm.fsutil import create_new_text, new_file_mode
+from farm.report.aggregate import Aggregation
 from farm.report.charts import PART_COLOURS, VERDICT_COLOURS, rate_chart, time_split_chart, timeline_chart
 from farm.report.lanes import lane_sections
 from farm.report.markdown import environment, headline_notes, render_markdown, template_globals
 from farm.report.model import ReportData, SinceRow
-from farm.results.aggregate import Aggregation
 from farm.results.duck import sql_str
 
 REPORT_FILES = ("report.md", "report.html", "junit.xml", "scores.csv")
@@ -129,7 +129,7 @@ def render_csv(agg: Aggregation) -> str:
 
 def _since(agg: Aggregation) -> SinceRow | None:
     """The run against the previous comparable one; a previous run that cannot be read is a warning, not a stop."""
-    from farm.results.since import since_previous
+    from farm.report.since import since_previous
 
     try:
         return since_previous(agg.run_dirs[0], include_holdout=agg.data.include_holdout)

@@ -15,50 +15,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from farm.errors import FarmError
 from farm.manifest import manifest_path
+from farm.results.columns import RECORD_COLUMNS, REPORT_READ, REPORT_SELECT, ReportColumn, report_type
 from farm.results.damage import Damage, find_damage
 from farm.results.record import MAX_COST_USD, MAX_COUNT, MAX_MS, MAX_TOKENS, Record
-from farm.results.store import RECORDS_FILE
+from farm.results.store import RECORDS_FILE, is_run_dir
 
 if TYPE_CHECKING:
     import duckdb
-
-RECORD_COLUMNS: dict[str, str] = {
-    "schema_version": "BIGINT",
-    "run": "VARCHAR",
-    "lane": "VARCHAR",
-    "device": "VARCHAR",
-    "task_id": "VARCHAR",
-    "instance": "VARCHAR",
-    "repeat": "BIGINT",
-    "category": "VARCHAR",
-    "partition": "VARCHAR",
-    "expect": "VARCHAR",
-    "outcome": "VARCHAR",
-    "end_reason": "VARCHAR",
-    "passed": "BOOLEAN",
-    "checks": "JSON",
-    "answer": "VARCHAR",
-    "reasons": "VARCHAR[]",
-    "failure_category": "VARCHAR",
-    "failure_kind": "VARCHAR",
-    "takeover_kind": "VARCHAR",
-    "metrics": "STRUCT(first_feedback_ms DOUBLE, round_trips BIGINT, model_ms DOUBLE, screen_read_ms DOUBLE,"
-    " action_ms DOUBLE, other_ms DOUBLE, total_ms DOUBLE)",
-    "steps": "BIGINT",
-    "tokens": "STRUCT(input_new BIGINT, cache_read BIGINT, cache_write BIGINT, output BIGINT)",
-    "cost_usd": "DOUBLE",
-    "attempt": "BIGINT",
-    "device_verdict": "STRUCT(outcome VARCHAR, passed BOOLEAN, failure_category VARCHAR)",
-    "execution": "VARCHAR",
-    "executor": "VARCHAR",
-    "split": "VARCHAR",
-    "started_at": "VARCHAR",
-    "ended_at": "VARCHAR",
-    "source": "VARCHAR",
-    "evidence": "VARCHAR",
-    "markers": "VARCHAR[]",
-    "extra": "JSON",
-}
 
 
 def sql_str(text: str) -> str:
@@ -70,9 +33,7 @@ def run_dirs_under(runs_dir: Path) -> list[Path]:
     """Every run directory (one holding records.jsonl or manifest.json) under `runs_dir`."""
     if not runs_dir.is_dir():
         raise FarmError(f"{runs_dir}: no such runs directory", hint="pass --runs-dir")
-    return sorted(
-        d for d in runs_dir.iterdir() if d.is_dir() and ((d / RECORDS_FILE).is_file() or manifest_path(d).is_file())
-    )
+    return sorted(d for d in runs_dir.iterdir() if is_run_dir(d))
 
 
 # Tokens are read as JSON first: a count too big for a BIGINT would otherwise read as an unknown (NULL) count.
@@ -200,31 +161,10 @@ def query_connection(run_dirs: Sequence[Path]) -> duckdb.DuckDBPyConnection:
     return con
 
 
-# What reports read, flattened: (column, expression over the record). Only the first reason is ever shown.
-REPORT_SELECT: tuple[tuple[str, str], ...] = (
-    ("run", "run"), ("lane", "lane"), ("device", "device"), ("task_id", "task_id"),
-    ("instance", "coalesce(instance, '')"), ("repeat", "coalesce(repeat, 1)"), ("category", "category"),
-    ("partition", "partition"), ("expect", "expect"), ("outcome", "outcome"), ("end_reason", "end_reason"),
-    ("passed", "passed"), ("answer", "answer"), ("reason", "reasons[1]"), ("failure_category", "failure_category"),
-    ("takeover_kind", "takeover_kind"), ("first_feedback_ms", "metrics.first_feedback_ms"),
-    ("round_trips", "metrics.round_trips"), ("model_ms", "metrics.model_ms"),
-    ("screen_read_ms", "metrics.screen_read_ms"), ("action_ms", "metrics.action_ms"),
-    ("other_ms", "metrics.other_ms"), ("total_ms", "metrics.total_ms"), ("input_new", "tokens.input_new"),
-    ("cache_read", "tokens.cache_read"), ("cache_write", "tokens.cache_write"), ("output", "tokens.output"),
-    ("cost_usd", "cost_usd"), ("attempt", "attempt"), ("dv_outcome", "device_verdict.outcome"),
-    ("dv_passed", "device_verdict.passed"), ("dv_failure_category", "device_verdict.failure_category"),
-    ("execution", "execution"), ("split", "split"), ("markers", "markers"), ("evidence", "evidence"),
-    ("started_at", "started_at"), ("ended_at", "ended_at"),
-)
-_REPORT_READ = ("run", "lane", "device", "task_id", "instance", "repeat", "category", "partition", "expect",
-                "outcome", "end_reason", "passed", "answer", "reasons", "failure_category", "takeover_kind",
-                "metrics", "tokens", "cost_usd", "attempt", "device_verdict", "execution", "split", "markers",
-                "evidence", "started_at", "ended_at")
-
 # The fields no record lacks (`Record`'s required ones). A JSON object missing one, or holding one of the
 # wrong type (read as NULL), is a damaged line like a torn one: readers sort and group by these fields.
 REQUIRED = tuple(
-    name for name, f in Record.model_fields.items() if f.is_required() and (name, name) in REPORT_SELECT
+    name for name, f in Record.model_fields.items() if f.is_required() and ReportColumn(name, name) in REPORT_SELECT
 )
 _INTACT = " AND ".join(f"{name} IS NOT NULL" for name in REQUIRED)
 
@@ -349,24 +289,9 @@ def report_records(
             ).fetchone()
             duplicates = bool(shared and shared[0])
     else:
-        cols = ", ".join(f"CAST(NULL AS {_REPORT_TYPES[c]}) AS {c}" for c, _ in REPORT_SELECT)
+        cols = ", ".join(f"CAST(NULL AS {report_type(c.name)}) AS {c.name}" for c in REPORT_SELECT)
         con.execute(f"CREATE TEMP VIEW rec AS SELECT {cols}, CAST(NULL AS BIGINT) AS pos WHERE false")
     return ReportRecords(retries=duplicates, ordered=len(sources) == 1, damaged=damaged)
-
-
-_REPORT_TYPES: dict[str, str] = {
-    **{c: "VARCHAR" for c, _ in REPORT_SELECT},
-    "passed": "BOOLEAN", "dv_passed": "BOOLEAN", "round_trips": "BIGINT", "input_new": "BIGINT",
-    "cache_read": "BIGINT", "cache_write": "BIGINT", "output": "BIGINT", "attempt": "BIGINT", "repeat": "BIGINT",
-    "markers": "VARCHAR[]",
-    **{c: "DOUBLE" for c in ("first_feedback_ms", "model_ms", "screen_read_ms", "action_ms", "other_ms",
-                             "total_ms", "cost_usd")},
-}
-
-
-def report_type(column: str) -> str:
-    """The SQL type of a REPORT_SELECT column."""
-    return _REPORT_TYPES[column]
 
 
 # Keys (units, or units with the attempt) that more than one record has.
@@ -391,8 +316,8 @@ def _fill(con: duckdb.DuckDBPyConnection, table: str, path: Path, *, temp: bool)
     import duckdb
 
     create = f"CREATE {'TEMP ' if temp else ''}TABLE {table}"
-    cols = ", ".join(f"{expr} AS {name}" for name, expr in REPORT_SELECT)
-    source = _json_source([str(path)], {k: RECORD_COLUMNS[k] for k in _REPORT_READ})
+    cols = ", ".join(f"{c.sql} AS {c.name}" for c in REPORT_SELECT)
+    source = _json_source([str(path)], {k: RECORD_COLUMNS[k] for k in REPORT_READ})
     try:
         con.execute(f"{create} AS SELECT {cols} FROM {source} ORDER BY {ORDER}")
         row = con.execute(f"SELECT count(*) FROM {table} WHERE NOT ({_INTACT})").fetchone()

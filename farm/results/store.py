@@ -28,6 +28,7 @@ RECORDS_FILE = "records.jsonl"
 """Every lane's records of a run, relative to the run directory."""
 _RUNS_LOCK = ".runs.lock"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_UNSAFE_RUN = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 # The run-folder layout: one function per path.
@@ -45,8 +46,8 @@ def sanitise_serial(serial: str) -> str:
 
 
 def unit_slug(unit_id: str) -> str:
-    """A unit id as one path component."""
-    return _UNSAFE.sub("_", unit_id).strip("_")
+    """A unit id as one path component (`task@serial#2` → `task_serial_2`)."""
+    return _UNSAFE_RUN.sub("_", unit_id).strip("_")
 
 
 def phone_dir(run_dir: Path, serial: str) -> Path:
@@ -119,8 +120,9 @@ class RunStore:
     @classmethod
     def join(cls, runs_dir: Path, run_id: str, entry: mf.LaneEntry,
              new: Callable[[], mf.Manifest] | None = None) -> tuple[RunStore, bool]:
-        """Add `entry`'s lane to run `run_id`, creating the run (its manifest from `new`, else a plain one)
-        when there is none; returns the store and whether it was created. Every record already there stays.
+        """Add `entry`'s lane to run `run_id` (or extend its entry: see `farm.manifest.add_lane`), creating the run
+        (its manifest from `new`, else a plain one) when there is none; returns the store and whether it was
+        created. Every record already there stays.
 
         Creating and joining take one lock, so two lanes starting the same run at once make one manifest
         holding both. A directory that exists but holds no manifest is refused: it is not a run.
@@ -137,7 +139,6 @@ class RunStore:
                 if manifest.run_id != run_id:
                     raise ValueError(f"manifest of run {manifest.run_id!r} offered for run {run_id!r}")
                 run_dir.mkdir(parents=True, exist_ok=True)
-                manifest.lanes = [e for e in manifest.lanes if e.lane != entry.lane]
                 mf.save(run_dir, manifest)
             store = cls(run_dir)
             store.add_lane(entry)
@@ -270,6 +271,15 @@ def iter_records(path: Path, problems: ReadProblems | None = None) -> Iterator[R
                     f"{path}:{number}: corrupt record ({where}: {problem['msg']})",
                     hint="records are append-only; move the damaged line out of the file",
                 ) from None
+
+
+def current_records(records: Iterable[Record]) -> list[Record]:
+    """Each attempt once: a superseded line gives way to the later line of its attempt, which keeps its own place."""
+    by_attempt: dict[tuple[str, str, str, str, str, int, int], Record] = {}
+    for rec in records:
+        by_attempt.pop(rec.attempt_key(), None)
+        by_attempt[rec.attempt_key()] = rec
+    return list(by_attempt.values())
 
 
 def read_records(path: Path, problems: ReadProblems | None = None) -> list[Record]:

@@ -17,7 +17,7 @@ from farm.android.executor import ExecutorName, ExecutorOutcome
 from farm.android.options import RunOptions
 from farm.android.pull import PullLimits, pull_tree
 from farm.results.record import Execution, Record
-from farm.results.store import RECORDS_FILE, append_records
+from farm.results.store import RunStore
 from farm.sweep.journal import Journal, Lease
 from farm.sweep.runner import Fleet
 from farm.sweep.unit_run import BATCH_FILE, read_batch_file, score_units
@@ -69,7 +69,7 @@ def collect_leased(
             if result.infra:
                 continue
             # The record first: a crash between the two is reconciled from records.jsonl on the next resume.
-            append_records(run_dir / RECORDS_FILE, [result.record])
+            RunStore(run_dir).append([result.record])
             journal.finish(lease, outcome=result.record.outcome, passed=result.record.passed,
                            reason="collected on resume")
             found.append(result.record)

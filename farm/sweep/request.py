@@ -9,20 +9,9 @@ from typing import Literal
 from pydantic import JsonValue
 
 from farm.android.options import AgentOptions, HostSettings
+from farm.exits import EXIT_BELOW, EXIT_FAILED, EXIT_INFRA, EXIT_OK, EXIT_UNFINISHED
 from farm.sweep.plan import Spread
 from farm.taskset.select import TaskSelection
-
-EXIT_OK = 0
-"""Every unit finished and every attempted one passed (skips are not attempts), or the pass rate reached
-`--fail-under` with no infrastructure error."""
-EXIT_FAILED = 1
-"""Every unit finished, some did not pass (the agent failed them), and no `--fail-under` was given."""
-EXIT_UNFINISHED = 3
-"""Some units were left unfinished (their phones were lost or quarantined, or the sweep was stopped)."""
-EXIT_BELOW = 4
-"""Every unit finished, but the pass rate is below `--fail-under`."""
-EXIT_INFRA = 5
-"""Every unit finished, but some ended in an infrastructure error after every try: the numbers are short."""
 
 
 def exit_status(*, unfinished: int, attempted: int, passed: int, errors: int, fail_under: float | None) -> int:

@@ -26,7 +26,7 @@ from farm.android.prepare import PhoneFacts, Resolver, installed_packages, prepa
 from farm.config import FarmConfig
 from farm.errors import FarmError
 from farm.results.record import Execution, Record
-from farm.results.store import RECORDS_FILE, append_records
+from farm.results.store import RunStore
 from farm.sweep.journal import Journal, Lease
 from farm.sweep.plan import PhonePlan
 from farm.sweep.request import SweepRequest
@@ -153,6 +153,7 @@ class Dispatcher:
         self.refresh, self.stop, self.on_record = refresh, stop, on_record
         self.sinks = sinks or {}
         """Progress of each phone's executor (none: a line per record is enough)."""
+        self.store = RunStore(run_dir)
         self._append_lock = threading.Lock()
         self._threads: dict[str, threading.Thread] = {}
         self.notes: list[str] = []
@@ -275,5 +276,5 @@ class Dispatcher:
         if record.attempt > 1:
             record = self._with_tries(record, str(record.extra.get("unit", "")))
         with self._append_lock:
-            append_records(self.run_dir / RECORDS_FILE, [record])
+            self.store.append([record])
         self.on_record(record)

@@ -18,6 +18,7 @@ from farm import manifest as mf
 from farm.android.executor import Executor, ProgressSink, load_executor
 from farm.android.health import PhoneHealth
 from farm.android.options import AgentOptions, HostSettings, RunOptions
+from farm.android.phone_records import skip_record
 from farm.android.progress import PhoneProgress, make_progress
 from farm.config import load_config
 from farm.errors import FarmError
@@ -25,13 +26,13 @@ from farm.names import check_name
 from farm.redact import REDACTED, redact
 from farm.results.normalise import Context, error_record
 from farm.results.record import Execution, Record
-from farm.results.store import RECORDS_FILE, ReadProblems, append_records, iter_records, new_records
+from farm.results.store import RECORDS_FILE, ReadProblems, RunStore, is_run_dir
 from farm.signals import stop_on_signals
 from farm.sweep.collect import STOPPED, collect_leased
 from farm.sweep.identity import sweep_identity
 from farm.sweep.journal import Journal, UnitRow, is_complete
 from farm.sweep.lock import farm_lock, lock_path
-from farm.sweep.plan import PlannedSkip, history_estimates, plan_units
+from farm.sweep.plan import history_estimates, plan_units
 from farm.sweep.request import SweepRequest, exit_status
 from farm.sweep.runner import Dispatcher, Fleet, gather_fleet
 from farm.sweep.unit_run import summary_sources
@@ -114,11 +115,20 @@ class Sweep:
         self._load_executor()
         tasks = self._tasks()
         run_id = self.req.run_id or _default_run_id(self.req, tasks)
-        if (self.runs_dir / run_id).exists():
-            raise FarmError(f"{self.runs_dir / run_id}: run already exists",
-                            hint=f"continue it with --resume {run_id}, or pass a new --run")
+        self._refuse_taken(run_id)
         with self._lock(run_id):
             return self._new(run_id, tasks)
+
+    def _refuse_taken(self, run_id: str) -> None:
+        """A run that exists may be joined by the android lane only when it has none yet (another lane's run,
+        whose records all stay); anything else under that name is refused."""
+        run_dir = self.runs_dir / run_id
+        if not run_dir.exists():
+            return
+        if mf.manifest_path(run_dir).is_file() and all(e.lane != "android" for e in mf.load(run_dir).lanes):
+            return
+        raise FarmError(f"{run_dir}: run already exists",
+                        hint=f"continue it with --resume {run_id}, or pass a new --run")
 
     def _lock(self, run_id: str) -> AbstractContextManager[object]:
         """The farm lock for a sweep; a run on the phones at hand takes none (a nightly sweep must not stop a
@@ -163,31 +173,31 @@ class Sweep:
             why = [f"{h.serial}: {h.reason}" for h in fleet.healths if not h.ok] + fleet.unreachable
             raise FarmError(f"no healthy phone on any adb server ({'; '.join(why) or 'none found'})",
                             hint="see `farm devices`; nothing was started")
-        earlier = [d for d in self.runs_dir.iterdir() if d.is_dir() and (d / RECORDS_FILE).is_file()] \
-            if self.runs_dir.is_dir() else []
+        earlier = [d for d in self.runs_dir.iterdir() if is_run_dir(d)] if self.runs_dir.is_dir() else []
         units, skips = plan_units([t.task.id for t in tasks], fleet.plans, spread=req.spread, repeats=req.repeats,
                                   estimates=history_estimates(earlier))
         manifest = mf.Manifest(
             run_id=run_id, created_at=mf.utc_now(), command=req.command, code=mf.code_fingerprint(),
             config=mf.redact(self.cfg.model_dump(mode="json")), label=req.label,
             tasks=[mf.TaskEntry(id=t.task.id, sha256=t.sha256) for t in tasks],
-            phones=_phone_entries(fleet), lanes=[mf.LaneEntry(lane="android", outputs=[RECORDS_FILE], detail={
-                "kind": req.kind, "spread": req.spread, "repeats": req.repeats, "executor": req.executor,
-                "split": req.agent.split, "set": req.agent.set_prefix, "profile": opts.profile_name,
-                "allow_irreversible": req.agent.allow_irreversible, "request": json.loads(_request_json(req)),
-            })],
+            phones=_phone_entries(fleet),
             notes=[f"adb server unreachable: {u}" for u in fleet.unreachable] + fleet.duplicates,
         )
-        if existing:
-            run_dir = self.runs_dir / run_id
-            mf.update(run_dir, lambda m: setattr(m, "phones", manifest.phones))
-        else:
-            run_dir = mf.create_run_dir(self.runs_dir, manifest)
+        entry = mf.LaneEntry(lane="android", outputs=[RECORDS_FILE], detail={
+            "kind": req.kind, "spread": req.spread, "repeats": req.repeats, "executor": req.executor,
+            "split": req.agent.split, "set": req.agent.set_prefix, "profile": opts.profile_name,
+            "allow_irreversible": req.agent.allow_irreversible, "request": json.loads(_request_json(req)),
+        })
+        store, created = RunStore.join(self.runs_dir, run_id, entry, new=lambda: manifest)
+        run_dir = store.run_dir
+        if not created:
+            # Joining a run of other lanes (or planning a stopped start again): the phones, tasks and settings
+            # are the android lane's; whatever the other lanes wrote stays.
+            store.update(lambda m: _adopt(m, manifest, existing=existing))
         by_id = {t.task.id: t for t in tasks}
         # Skips go before the journal: a journal's existence means every skip record is written.
-        skipped, _dup = new_records(run_dir / RECORDS_FILE, [self._skip(run_id, by_id[s.task_id], s, opts)
-                                                             for s in skips])
-        append_records(run_dir / RECORDS_FILE, skipped)
+        store.append_new(skip_record(self._skip_context(run_id, s.device, opts), by_id[s.task_id], s.reason,
+                                     repeat=s.repeat) for s in skips)
         # The journal is on disk like the manifest: the request goes there without credentials too.
         request = json.dumps(redact(json.loads(_request_json(req))), sort_keys=True)
         journal = Journal.create(run_dir, {**self._identity(tasks), "request": request}, units)
@@ -251,14 +261,9 @@ class Sweep:
     def _execution(self, opts: RunOptions) -> Execution:
         return "simulated" if opts.profile_name == "sim" else "live"
 
-    def _skip(self, run_id: str, loaded: LoadedTask, skip: PlannedSkip, opts: RunOptions) -> Record:
-        t = loaded.task
-        return Record(
-            run=run_id, lane="android", device=skip.device, task_id=t.id, repeat=skip.repeat,
-            category=loaded.directory, partition=t.partition, expect=t.expect, outcome="skipped", passed=False,
-            reasons=[skip.reason], execution=self._execution(opts), executor=self.req.executor,
-            split=self.req.agent.split, source="harness",
-        )
+    def _skip_context(self, run_id: str, device: str, opts: RunOptions) -> Context:
+        return Context(run=run_id, device=device, split=self.req.agent.split, executor=self.req.executor,
+                       execution=self._execution(opts))
 
     def _reuse(self, journal: Journal, run_dir: Path, old_id: str, tasks: list[LoadedTask]) -> None:
         old_dir = self.runs_dir / old_id
@@ -268,7 +273,7 @@ class Sweep:
         done = {u.unit_id: u for u in old.units("done")}
         old.close()
         finals: dict[str, Record] = {}
-        for old_rec in iter_records(old_dir / RECORDS_FILE, ReadProblems()):
+        for old_rec in RunStore(old_dir).iter_records(ReadProblems()):
             named = old_rec.extra.get("unit")
             if isinstance(named, str) and named in done:
                 finals[named] = old_rec
@@ -279,7 +284,7 @@ class Sweep:
                 continue
             reused.append(rec.model_copy(update={"run": run_dir.name, "extra": {**rec.extra, "reusedFrom": old_id}}))
             journal.reused(unit.unit_id, rec.device, rec.outcome, rec.passed, old_id)
-        append_records(run_dir / RECORDS_FILE, reused)
+        RunStore(run_dir).append(reused)
 
         def change(m: mf.Manifest) -> None:
             m.provenance, m.reused_from = "mixed", old_id
@@ -339,16 +344,18 @@ class Sweep:
             by_id = {t.task.id: t for t in tasks}
             pending = journal.units("pending")
             why = "unfinished: run deadline passed" if opts.past_deadline() else None
-            append_records(run_dir / RECORDS_FILE,
-                           [self._never_ran(run_id, u, by_id[u.task_id], quarantined, opts, why) for u in pending])
+            RunStore(run_dir).append(self._never_ran(run_id, u, by_id[u.task_id], quarantined, opts, why)
+                                     for u in pending)
             for u in pending:
                 journal.give_up(u.unit_id, why or "no phone could run it")
         counts = journal.counts()
         journal_exhausted = journal.exhausted(self.req.max_tries)
         journal.close()
+        from farm.lane_plugins import install as install_lane_plugins
         from farm.report.build import build_reports
-        from farm.results.headline import headline
-        from farm.results.store import read_records
+        from farm.report.headline import headline
+
+        install_lane_plugins()
 
         unfinished = counts["unfinished"] + counts["pending"] + counts["leased"]
 
@@ -359,8 +366,9 @@ class Sweep:
             m.status = "interrupted" if interrupted else "finished"
             m.finished_at = None if interrupted else mf.utc_now()
             # Named once, before the reports: they read re-judgements only from named files.
-            known = {(s.path, s.device) for s in m.lanes[0].override_sources}
-            m.lanes[0].override_sources += [s for s in sources if (s.path, s.device) not in known]
+            lane = _android_lane(m)
+            known = {(s.path, s.device) for s in lane.override_sources}
+            lane.override_sources += [s for s in sources if (s.path, s.device) not in known]
 
         # The status first: the reports' headline reads it.
         mf.update(run_dir, change)
@@ -368,11 +376,12 @@ class Sweep:
         reports = build_reports([run_dir], include_holdout=self.req.agent.split != "tune",
                                 links=[f"{Path(os.path.relpath(p, run_dir)).as_posix()} (night over night)"
                                        for p in links if p.suffix == ".md"])
-        records = read_records(run_dir / RECORDS_FILE, ReadProblems())
+        # The android lane's own numbers: a run it shares with other lanes keeps theirs out of its exit status.
+        records = [r for r in RunStore(run_dir).iter_records(ReadProblems()) if r.lane == "android"]
         head = headline(records)
         rate = head.rate
-        mf.update(run_dir, lambda m: setattr(m.lanes[0], "outputs", sorted(
-            {*m.lanes[0].outputs, *(str(p.relative_to(run_dir)) for p in reports)})))
+        mf.update(run_dir, lambda m: setattr(_android_lane(m), "outputs", sorted(
+            {*_android_lane(m).outputs, *(str(p.relative_to(run_dir)) for p in reports)})))
         if interrupted:
             print(f"stopped: {counts['done']} units kept, {unfinished} not finished; "
                   f"resume with: {self.req.resume_command(run_id)}", file=sys.stderr, flush=True)
@@ -388,7 +397,7 @@ class Sweep:
     def _history(self, run_id: str) -> list[Path]:
         """`farm history` for this sweep's label, up to this night (its paths; none when it cannot be made)."""
         from farm.report.history import default_out_dir, write_history
-        from farm.results.history import load_history
+        from farm.report.history_data import load_history
 
         try:
             history = load_history(self.runs_dir, label=self.req.label)
@@ -411,6 +420,22 @@ class Sweep:
         return error_record(ctx, loaded.task.id, why, source="harness", partition=loaded.task.partition,
                             expect=loaded.task.expect).model_copy(update={"repeat": unit.repeat,
                                                                           "extra": {"unit": unit.unit_id}})
+
+
+def _android_lane(manifest: mf.Manifest) -> mf.LaneEntry:
+    return next(e for e in manifest.lanes if e.lane == "android")
+
+
+def _adopt(into: mf.Manifest, planned: mf.Manifest, *, existing: bool) -> None:
+    """What the android lane sets in a run it joins: its phones, and for a run another lane made, its tasks,
+    config, label and notes."""
+    into.phones = planned.phones
+    into.status, into.finished_at = "running", None
+    if existing:
+        return
+    into.tasks, into.config = planned.tasks, planned.config
+    into.label = into.label or planned.label
+    into.notes += planned.notes
 
 
 def _phone_entries(fleet: Fleet) -> list[mf.PhoneEntry]:
@@ -462,11 +487,8 @@ def reconcile(journal: Journal, run_dir: Path) -> int:
     Only final tries write records (a try that failed for an infrastructure reason and was queued again
     writes none), so any record naming a unit is that unit's final record.
     """
-    path = run_dir / RECORDS_FILE
-    if not path.is_file():
-        return 0
     written: dict[str, Record] = {}
-    for rec in iter_records(path, ReadProblems()):
+    for rec in RunStore(run_dir).iter_records(ReadProblems()):
         unit = rec.extra.get("unit")
         if isinstance(unit, str):
             written[unit] = rec

@@ -7,7 +7,6 @@ never reads or overwrites another's files and a crash leaves every finished try 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -18,31 +17,17 @@ from farm import manifest as mf
 from farm.android.bundle import bundle_device_path
 from farm.android.executor import Executor, ExecutorName, ExecutorOutcome, PhoneJob, ProgressSink, ResolvedTask
 from farm.android.options import RunOptions
-from farm.android.paths import sanitise_serial
 from farm.android.phone_records import phone_records, summary_source
 from farm.android.prepare import Prepared
 from farm.errors import FarmError
 from farm.fsutil import atomic_write_text
 from farm.results.normalise import Context
 from farm.results.record import Execution, Record
+from farm.results.store import try_dir, unit_slug
 from farm.sweep.journal import Lease
 
 if TYPE_CHECKING:
     from adbutils import AdbDevice
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def unit_slug(unit_id: str) -> str:
-    """A file-name-safe form of a unit id (`task@serial#2` → `task_serial_2`)."""
-    return _UNSAFE.sub("_", unit_id).strip("_")
-
-
-def try_dir(run_dir: Path, serial: str, unit_id: str, attempt: int) -> Path:
-    """Where one try's eval tree goes (`android/<serial>/units/<unit>.try<n>/`; a batch's tree is named after its
-    first unit)."""
-    return run_dir / "android" / sanitise_serial(serial) / "units" / f"{unit_slug(unit_id)}.try{attempt}"
-
 
 @dataclass(frozen=True)
 class PhoneSlot:

@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from farm import manifest as mf
 from farm.errors import FarmError
+from farm.report.headline import headline, headline_text
 from farm.report.model import RateRow
-from farm.results.headline import headline, headline_text
 from farm.results.store import RECORDS_FILE
 from farm.view.files import REPORT_NAME, Refused, exists, run_dir_of
 from farm.view.units import cached_units

@@ -14,9 +14,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from farm.errors import FarmError
-from farm.results.headline import initial_passed, latest_attempts
+from farm.report.headline import initial_passed, latest_attempts
 from farm.results.record import Record
-from farm.results.store import RECORDS_FILE, ReadProblems, iter_records
+from farm.results.store import RECORDS_FILE, ReadProblems, current_records, iter_records
 from farm.view.files import Refused, exists, inside
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -107,11 +107,7 @@ def read_records(run_dir: Path) -> tuple[list[Record], list[str]]:
         records = list(iter_records(path, problems))
     except FarmError as exc:
         return [], [exc.line()]
-    by_attempt: dict[tuple[str, str, str, str, str, int, int], Record] = {}
-    for rec in records:
-        by_attempt.pop(rec.attempt_key(), None)  # the later line wins, in its own place
-        by_attempt[rec.attempt_key()] = rec
-    return list(by_attempt.values()), [*problems.torn, *problems.corrupt]
+    return current_records(records), [*problems.torn, *problems.corrupt]
 
 
 def _evidence(run_dir: Path, record: Record) -> tuple[str | None, str | None]:

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from farm.android.instrument_parser import parse_text
+from farm.exits import EXIT_FAILED
 from farm.sim.launcher import free_port
-from farm.sweep.request import EXIT_FAILED
 from tests.helpers.records import record, score_line, scores_text, write_run, write_tasks
 from tests.helpers.shared_data import shared_data
 

@@ -48,9 +48,9 @@ def test_two_phones_pulled_into_one_run_are_both_in_the_manifest_and_report(virt
 
 
 def test_pulling_a_phone_run_twice_adds_no_unit_twice(virtual_farm, tmp_path: Path) -> None:
-    from farm.android.lane import run, run_request
     from farm.android.options import AgentOptions
     from farm.results.store import read_records
+    from farm.sweep.dev_run import run, run_request
     from tests.helpers.records import write_tasks
 
     phone = virtual_farm(1)[0]

@@ -8,10 +8,10 @@ import pytest
 
 from farm.android.instrument_executor import instrument_argv
 from farm.android.options import AgentOptions, RunOptions
-from farm.android.paths import raw_dir, sanitise_serial
 from farm.android.pull import refuse_reason
 from farm.config import SIM_PROFILE, load_config
 from farm.errors import FarmError
+from farm.results.store import pulled_dir, sanitise_serial
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -34,8 +34,8 @@ def test_unknown_config_key_is_refused(tmp_path: Path) -> None:
 def test_serial_becomes_one_safe_path_component(tmp_path: Path) -> None:
     assert sanitise_serial("127.0.0.1:5555") == "127.0.0.1_5555"
     assert sanitise_serial("../../etc") == "_.._etc"
-    assert raw_dir(tmp_path, "127.0.0.1:5555", "tune") == tmp_path / "android" / "127.0.0.1_5555" / "tune" / "raw"
-    assert raw_dir(tmp_path, "../x", "tune").resolve().is_relative_to(tmp_path.resolve())
+    assert pulled_dir(tmp_path, "127.0.0.1:5555", "tune") == tmp_path / "android" / "127.0.0.1_5555" / "tune" / "raw"
+    assert pulled_dir(tmp_path, "../x", "tune").resolve().is_relative_to(tmp_path.resolve())
 
 
 @pytest.mark.parametrize(

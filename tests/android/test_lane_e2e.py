@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from farm.android.lane import run, run_request
 from farm.android.options import AgentOptions
 from farm.errors import FarmError
+from farm.exits import EXIT_FAILED, EXIT_INFRA
 from farm.results.stats import wilson
 from farm.results.store import read_records
 from farm.sim.profile import FaultSpec, default_profile
-from farm.sweep.request import EXIT_FAILED, EXIT_INFRA, SweepRequest
+from farm.sweep.dev_run import run, run_request
+from farm.sweep.request import SweepRequest
 from tests.helpers.records import phone_score_lines, write_tasks
 
 TUNE = 5  # tune tasks in SMALL_TASKS

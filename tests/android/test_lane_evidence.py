@@ -7,12 +7,11 @@ from pathlib import Path
 
 from farm import manifest as mf
 from farm.android.collect import pull_run
-from farm.android.lane import run, run_request
 from farm.android.options import AgentOptions
 from farm.config import FarmConfig
-from farm.results.aggregate import aggregate
-from farm.results.store import read_records
-from farm.sweep.unit_run import try_dir
+from farm.report.aggregate import aggregate
+from farm.results.store import read_records, try_dir
+from farm.sweep.dev_run import run, run_request
 from tests.helpers.records import score_line, scores_text, write_tasks
 
 EVAL = "/sdcard/Android/data/dev.agentfarm.simagent/files/eval"

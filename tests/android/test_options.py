@@ -58,7 +58,7 @@ def test_valid_flags_build_the_model() -> None:
 
 
 def test_importing_the_options_pulls_in_no_device_or_model_library() -> None:
-    heavy = ("adbutils", "uiautomator2", "openai", "anthropic", "host_agent", "farm.android.lane")
+    heavy = ("adbutils", "uiautomator2", "openai", "anthropic", "host_agent", "farm.sweep.dev_run")
     code = f"import sys, farm.android.options; print([m for m in {heavy!r} if m in sys.modules])"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert proc.stdout.strip() == "[]"

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from farm.android.lane import run, run_request
 from farm.android.options import AgentOptions, HostSettings
 from farm.errors import FarmError
+from farm.exits import EXIT_INFRA, EXIT_OK
 from farm.llm.stub import ModelStub, StubReply
 from farm.sim.launcher import free_port
-from farm.sweep.request import EXIT_INFRA, EXIT_OK
+from farm.sweep.dev_run import run, run_request
 from tests.helpers.host import CALCULATOR_PLAN, screen_reading_model
 
 KEY_ENV = "FARM_TEST_MODEL_KEY"

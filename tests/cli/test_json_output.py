@@ -10,8 +10,8 @@ import os
 from pathlib import Path
 
 from farm.android.device_listing import DeviceListing
+from farm.report.summary import ReportSummary
 from farm.results.query_output import QueryResult
-from farm.results.report_summary import ReportSummary
 from farm.taskset.listing import TaskListing
 from tests.helpers.cli import error_line, farm
 from tests.helpers.phones import FarmFactory

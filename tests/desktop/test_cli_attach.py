@@ -7,8 +7,10 @@ import json
 from pathlib import Path
 
 from farm.desktop.batch import record_result
-from farm.manifest import Manifest, create_run_dir, load
+from farm.manifest import Manifest, load
+from farm.results.store import RunStore
 from tests.helpers.desktop import farm, planned_batch, write_result
+from tests.helpers.records import run_of_other_lanes
 
 
 def _batch(tmp_path: Path) -> Path:
@@ -40,12 +42,21 @@ def test_attach_creates_the_run_and_adds_the_desktop_lane(tmp_path: Path) -> Non
 def test_attach_adds_to_an_existing_run(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     now = dt.datetime.now(dt.UTC).isoformat()
-    create_run_dir(runs, Manifest(run_id="r1", created_at=now, notes=["android lane ran first"]))
+    RunStore.create(runs, Manifest(run_id="r1", created_at=now, notes=["android lane ran first"]))
     outcome = farm("desktop", "attach", "r1", _batch(tmp_path), "--runs-dir", runs)
     assert outcome.code == 0, outcome.stderr
     manifest = load(runs / "r1")
     assert manifest.notes == ["android lane ran first"]
     assert [entry.lane for entry in manifest.lanes] == ["desktop"]
+
+
+def test_attach_keeps_every_record_of_the_run_it_joins(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    before = run_of_other_lanes(runs, "r1", ["android", "web", "webvoyager"])
+    outcome = farm("desktop", "attach", "r1", _batch(tmp_path), "--runs-dir", runs)
+    assert outcome.code == 0, outcome.stderr
+    assert (runs / "r1" / "records.jsonl").read_bytes() == before
+    assert [entry.lane for entry in load(runs / "r1").lanes] == ["android", "web", "webvoyager", "desktop"]
 
 
 def test_attach_refuses_the_same_batch_twice(tmp_path: Path) -> None:

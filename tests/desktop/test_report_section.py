@@ -13,10 +13,14 @@ import pytest
 from farm.desktop.attach import attach_batch
 from farm.desktop.report import RESULT_HEADER, build_report
 from farm.desktop.report_section import run_report_css
-from farm.manifest import Manifest, create_run_dir, utc_now
+from farm.manifest import Manifest, utc_now
 from farm.report.build import build_reports
 from farm.report.lanes import LaneSection, lane_sections
+from farm.results.store import RunStore
 from tests.helpers.desktop import HOSTILE_REASON, farm, recorded_batch
+from tests.helpers.lane_plugins import lane_plugins
+
+__all__ = ["lane_plugins"]
 
 
 @pytest.fixture
@@ -106,7 +110,7 @@ def test_two_batch_versions_are_two_sections_in_attach_order(tmp_path: Path) -> 
 
 
 def test_a_run_without_a_desktop_lane_has_no_desktop_section(tmp_path: Path) -> None:
-    run_dir = create_run_dir(tmp_path / "runs", Manifest(run_id="plain", created_at=utc_now()))
+    run_dir = RunStore.create(tmp_path / "runs", Manifest(run_id="plain", created_at=utc_now())).run_dir
     assert _desktop(run_dir) == []
 
 

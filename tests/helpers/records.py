@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from farm.results.record import Record, RunMetrics, Tokens
+from farm.results.store import RunStore
 
 
 def score_line(task_id: str = "calc-multiply", **overrides: Any) -> dict[str, Any]:
@@ -96,7 +97,7 @@ def write_run(
 ) -> Any:
     """A run directory with a manifest (phones: serial, model; override_sources: path, serial of the android
     lane's named summary files) and records.jsonl."""
-    from farm.manifest import LaneEntry, Manifest, OverrideSource, PhoneEntry, create_run_dir, utc_now
+    from farm.manifest import LaneEntry, Manifest, OverrideSource, PhoneEntry, utc_now
     from farm.results.store import RECORDS_FILE, append_records
 
     sources = [OverrideSource(path=p, device=s) for p, s in (override_sources or [])]
@@ -106,7 +107,7 @@ def write_run(
         phones=[PhoneEntry(serial=s, model=m) for s, m in (phones or [])],
         lanes=[LaneEntry(lane="android", override_sources=sources)] if sources else [],
     )
-    run_dir = create_run_dir(runs, manifest)
+    run_dir = RunStore.create(runs, manifest).run_dir
     append_records(run_dir / RECORDS_FILE, records)
     return run_dir
 
@@ -158,7 +159,7 @@ def write_tasks(root: Any, tasks: list[tuple[str, dict[str, Any]]] | None = None
 
 def phone_score_lines(run_dir: Any, serial: str) -> list[dict[str, Any]]:
     """Every scores.jsonl line a phone's tries left in a run (`android/<serial>/units/*/scores.jsonl`)."""
-    from farm.android.paths import phone_dir
+    from farm.results.store import phone_dir
 
     lines: list[dict[str, Any]] = []
     for path in sorted(phone_dir(run_dir, serial).glob("units/*/scores.jsonl")):
@@ -196,3 +197,15 @@ def busy_records(
                 tokens=Tokens(input_new=1000, cache_read=200, output=50) if ran else Tokens(), **kw,
             ))
     return out
+
+
+def run_of_other_lanes(runs: Any, run_id: str, lanes: list[str]) -> bytes:
+    """A run that other lanes made: a manifest naming `lanes` and one record of each (`lanes` are Record
+    lanes). Returns the bytes of its records.jsonl, which a lane joining the run must leave as they are."""
+    from farm.manifest import LaneEntry, Manifest, utc_now
+
+    manifest = Manifest(run_id=run_id, created_at=utc_now(), status="finished",
+                        lanes=[LaneEntry(lane=lane, outputs=["records.jsonl"]) for lane in lanes])  # type: ignore[arg-type]
+    store = RunStore.create(runs, manifest)
+    store.append(record(f"{lane}-task", run=run_id, lane=lane, device=f"{lane}-device") for lane in lanes)
+    return store.records.read_bytes()

@@ -25,8 +25,8 @@ from web_bench.browser.chromium import CHROMIUM_ARGS, DebuggableChromium, find_c
 from web_bench.browser.contract import BackendName, BrowserBackend
 from web_bench.browser.extension_backend import ExtensionBackend, ExtensionSession
 from web_bench.browser.playwright_backend import PlaywrightBackend
-from web_bench.results import Timings, Validation, WebRun
-from web_bench.site.server import SiteServer
+from web_bench.paired.results import Timings, Validation, WebRun
+from web_bench.paired.site.server import SiteServer
 
 BackendFactory = Callable[[BackendName], BrowserBackend]
 

@@ -25,7 +25,7 @@ from web_bench.webvoyager.model import (
     WvTask,
 )
 from web_bench.webvoyager.revisions import commit
-from web_bench.webvoyager.store import RunTree, WvManifest, create_manifest
+from web_bench.webvoyager.run_tree import RunTree, WvManifest, create_manifest
 
 STARTED_AT = "2026-09-16T08:00:00Z"
 """Fixed start time of every built attempt (tests stay deterministic)."""

@@ -18,7 +18,7 @@ import pytest
 
 from farm.llm.stub import ModelStub, StubReply, tool_results, user_texts
 from tests.helpers.shared_data import shared_data
-from web_bench.webvoyager.data import copy_from
+from web_bench.webvoyager.data_files import copy_from
 from web_bench.webvoyager.lane import RunOutcome, run_webvoyager
 from web_bench.webvoyager.options import RunOptions
 

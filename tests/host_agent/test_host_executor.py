@@ -6,10 +6,10 @@ from typing import Any
 import pytest
 
 from farm.android.host_executor import llm_config
-from farm.android.lane import run, run_request
 from farm.android.options import AgentOptions, HostSettings
 from farm.errors import FarmError
 from farm.results.store import read_records
+from farm.sweep.dev_run import run, run_request
 
 
 def _run(sim: Any, tmp_path: Path, set_prefix: str, **kw: Any) -> Any:

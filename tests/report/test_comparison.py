@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from farm.report.aggregate import aggregate
 from farm.report.markdown import render_markdown
 from farm.report.model import ReportData
 from farm.report.writers import render_html
-from farm.results.aggregate import aggregate
 from farm.results.record import Record
 from farm.results.stats import mcnemar_exact, paired_bootstrap
 from tests.helpers.records import record, write_run

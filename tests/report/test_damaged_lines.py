@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from farm.report.aggregate import aggregate
 from farm.report.build import build_reports
 from farm.results import duck
-from farm.results.aggregate import aggregate
 from farm.results.store import RECORDS_FILE
 from tests.helpers.records import record, write_run
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from farm.report.aggregate import aggregate
 from farm.report.markdown import render_markdown
 from farm.report.writers import render_html
-from farm.results.aggregate import aggregate
 from farm.results.record import DeviceVerdict, Record
 from tests.helpers.records import record, write_run
 
@@ -64,8 +64,8 @@ def test_end_reasons_of_attempts_that_did_not_pass_are_counted(tmp_path: Path) -
 
 
 def test_units_that_needed_more_than_one_try_are_listed(tmp_path: Path) -> None:
+    from farm.report.aggregate import aggregate
     from farm.report.markdown import render_markdown
-    from farm.results.aggregate import aggregate
     from tests.helpers.records import record, write_run
 
     recs = [record("a", run="r", attempt=2), record("b", run="r"), record("c", run="r", attempt=3, passed=False)]

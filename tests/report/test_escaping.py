@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markupsafe import escape
 
+from farm.report.aggregate import Aggregation, aggregate
 from farm.report.charts import VERDICT_SYMBOLS
 from farm.report.junit import render_junit
 from farm.report.markdown import md_text, render_markdown
 from farm.report.writers import render_html, write_csv
-from farm.results.aggregate import Aggregation, aggregate
 from farm.results.store import RECORDS_FILE
 from tests.helpers.html import HtmlTables
 from tests.helpers.records import record, write_run

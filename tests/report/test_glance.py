@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from farm.report import glance
+from farm.report.aggregate import aggregate
 from farm.report.markdown import render_markdown
 from farm.report.writers import render_html
-from farm.results.aggregate import aggregate
 from tests.helpers.records import busy_records, record, write_run
 
 PHONES = [("SER-B", "Pixel 8"), ("SER-A", "Pixel 8"), ("SER-C", "Galaxy")]

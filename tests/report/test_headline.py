@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from farm.report.aggregate import aggregate
+from farm.report.headline import headline, headline_text
 from farm.report.writers import write_reports
-from farm.results.aggregate import aggregate
-from farm.results.headline import headline, headline_text
 from farm.results.record import Record
 from farm.results.stats import wilson
 from tests.helpers.records import record, write_run
@@ -118,7 +118,7 @@ def test_the_progress_bar_counts_with_the_summary_labels() -> None:
 
 
 def test_disagreement_text_counts_units_where_phone_and_host_differ() -> None:
-    from farm.results.headline import disagreement_text
+    from farm.report.headline import disagreement_text
     from farm.results.record import DeviceVerdict
 
     said = DeviceVerdict(outcome="succeeded", passed=True)

@@ -10,7 +10,7 @@ import pytest
 
 from farm.errors import FarmError
 from farm.report.history import default_out_dir, render_history_html, render_history_markdown, write_history
-from farm.results.history import History, load_history
+from farm.report.history_data import History, load_history
 from tests.helpers.nights import night_records, write_night
 
 FARM = Path(sys.executable).with_name("farm")

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from farm import manifest as mf
 from farm.errors import FarmError
 from farm.report import junit
+from farm.report.aggregate import aggregate
+from farm.report.headline import headline_text
 from farm.report.junit import render_junit, write_junit
-from farm.results.aggregate import aggregate
-from farm.results.headline import headline_text
 from farm.results.record import RunMetrics
 from tests.helpers.records import record, write_run
 

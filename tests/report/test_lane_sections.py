@@ -7,11 +7,11 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
+from farm.report.aggregate import aggregate
 from farm.report.lanes import LaneSection, SectionTable
 from farm.report.markdown import render_markdown
 from farm.report.model import ReportData
 from farm.report.writers import render_html
-from farm.results.aggregate import aggregate
 from tests.helpers.html import HtmlTables
 from tests.helpers.records import record, write_run
 

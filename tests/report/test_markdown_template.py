@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from farm.report.aggregate import aggregate
 from farm.report.lanes import LaneSection, SectionTable
 from farm.report.markdown import TEMPLATES, render_markdown
 from farm.report.model import ReportData
-from farm.results.aggregate import aggregate
 from farm.results.record import DeviceVerdict, Record, RunMetrics
 from tests.helpers.records import busy_records, record, write_run
 

@@ -9,9 +9,9 @@ import pytest
 
 from farm import manifest as mf
 from farm.errors import FarmError
+from farm.report.aggregate import aggregate
 from farm.report.markdown import render_markdown
-from farm.results.aggregate import aggregate
-from farm.results.overrides_apply import NO_EVIDENCE, OUTSIDE_RUN
+from farm.report.overrides_apply import NO_EVIDENCE, OUTSIDE_RUN
 from farm.scoring.overrides import load_overrides_yaml, parse_summary_section
 from tests.helpers.records import evidence_path, record, write_run
 
@@ -206,7 +206,7 @@ def test_an_override_of_an_infrastructure_error_is_refused(tmp_path: Path) -> No
 
 
 def test_many_category_overrides_give_the_same_categories(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from farm.results import overrides_apply
+    from farm.report import overrides_apply
 
     run_dir = _categorised(tmp_path, "- {id: w, category: perception, evidence: '最高温度 21°C'}\n")
     few = aggregate([run_dir]).data.failure_categories

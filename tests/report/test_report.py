@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from farm.report.aggregate import aggregate
 from farm.report.writers import write_reports
-from farm.results.aggregate import aggregate
 from farm.results.record import RunMetrics, Tokens
 from farm.results.stats import wilson
 from tests.helpers.records import record, write_run

@@ -8,9 +8,9 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from farm.report.aggregate import aggregate
 from farm.report.junit import render_junit
 from farm.report.writers import render_csv
-from farm.results.aggregate import aggregate
 from farm.results.store import RECORDS_FILE
 from tests.helpers.records import record, write_run
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from farm.report import aggregate as aggregate_module
+from farm.report import overrides_apply
+from farm.report.aggregate import aggregate
 from farm.report.junit import write_junit
 from farm.report.markdown import render_markdown
 from farm.report.writers import write_reports
-from farm.results import aggregate as aggregate_module
-from farm.results import overrides_apply
-from farm.results.aggregate import aggregate
 from tests.helpers.records import record, write_run
 
 PHONES = [("SER-B", "Pixel 8"), ("SER-A", "Galaxy"), ("SER-C", "Pixel 8")]

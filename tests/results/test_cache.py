@@ -6,8 +6,8 @@ import json
 import os
 from pathlib import Path
 
+from farm.report.aggregate import aggregate
 from farm.results import duck
-from farm.results.aggregate import aggregate
 from farm.results.store import RECORDS_FILE, append_records
 from tests.helpers.records import record, write_run
 

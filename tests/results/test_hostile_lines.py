@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from farm.errors import FarmError
-from farm.results.aggregate import aggregate
+from farm.report.aggregate import aggregate
 from farm.results.normalise import Context, normalise_lines
 from farm.results.record import MAX_COST_USD, MAX_COUNT, MAX_EXTRA_DEPTH, MAX_MS, MAX_TOKENS, RunMetrics, Tokens
 from farm.results.store import RECORDS_FILE, ReadProblems, append_records, read_records

@@ -6,11 +6,11 @@ import shutil
 from pathlib import Path
 
 from farm import manifest as mf
-from farm.android.lane import run, run_request
 from farm.android.options import AgentOptions
+from farm.exits import EXIT_FAILED
 from farm.results.store import read_records
+from farm.sweep.dev_run import run, run_request
 from farm.sweep.journal import Journal
-from farm.sweep.request import EXIT_FAILED
 from farm.sweep.unit_run import BATCH_FILE
 from tests.helpers.records import write_tasks
 

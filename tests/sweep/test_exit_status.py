@@ -1,7 +1,8 @@
 """The exit status of a finished run or sweep: distinct for some failed, infrastructure errors, below
 `--fail-under` and unfinished, the most urgent first."""
 
-from farm.sweep.request import EXIT_BELOW, EXIT_FAILED, EXIT_INFRA, EXIT_OK, EXIT_UNFINISHED, exit_status
+from farm.exits import EXIT_BELOW, EXIT_FAILED, EXIT_INFRA, EXIT_OK, EXIT_UNFINISHED
+from farm.sweep.request import exit_status
 
 
 def _status(*, unfinished: int = 0, attempted: int = 10, passed: int = 10, errors: int = 0,
@@ -54,7 +55,7 @@ def test_nothing_attempted_with_a_threshold_is_4() -> None:
 
 
 def test_statuses_are_distinct_from_each_other_and_from_bad_input_internal_and_interrupted() -> None:
-    from farm.cli import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED
+    from farm.exits import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED
 
     codes = [EXIT_OK, EXIT_FAILED, EXIT_UNFINISHED, EXIT_BELOW, EXIT_INFRA, EXIT_BAD_INPUT, EXIT_INTERNAL,
              EXIT_INTERRUPTED]

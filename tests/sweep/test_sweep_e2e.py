@@ -12,9 +12,9 @@ import pytest
 
 from farm import manifest as mf
 from farm.errors import FarmError
+from farm.exits import EXIT_BELOW, EXIT_FAILED, EXIT_OK
 from farm.results.store import read_records
 from farm.sweep.journal import Journal
-from farm.sweep.request import EXIT_BELOW, EXIT_FAILED, EXIT_OK
 from farm.sweep.sweep import sweep
 from tests.helpers.sweep import (
     extra_adb_server,

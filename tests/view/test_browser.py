@@ -9,8 +9,8 @@ from typing import Any
 
 from playwright.sync_api import Browser, Page
 
-from farm.android.lane import run, run_request
 from farm.android.options import AgentOptions, HostSettings
+from farm.sweep.dev_run import run, run_request
 from farm.view.server import ViewServer
 from host_agent.scripted import DEFAULT_SCRIPTS
 

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from farm import manifest as mf
-from farm.results.headline import headline
+from farm.report.headline import headline
 from farm.results.store import RECORDS_FILE
 from farm.view.runs import list_runs
 from tests.helpers.records import record, write_run

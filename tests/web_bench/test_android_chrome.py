@@ -12,7 +12,7 @@ from tests.helpers.web import BackendFactory
 from web_bench.browser.android_chrome import AndroidChromeBackend
 from web_bench.browser.contract import TIMEZONE, VIEWPORT
 from web_bench.browser.page_tools import PageSession
-from web_bench.site.server import SiteServer
+from web_bench.paired.site.server import SiteServer
 
 _STORE = "() => { document.cookie = 'leak=1; max-age=3600; path=/'; localStorage.setItem('leak', '1'); }"
 _READ = "() => [document.cookie, localStorage.getItem('leak')]"

@@ -13,7 +13,7 @@ from farm.llm.stub import ModelStub, StubReply, StubUsage
 from farm.manifest import load
 from farm.results.store import read_records
 from tests.helpers.web import web_run
-from web_bench.results import append_run, read_runs
+from web_bench.paired.results import append_run, read_runs
 
 
 def farm(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -18,7 +18,7 @@ from tests.helpers.web import extension_browser, stop_extension_worker
 from web_bench.browser.bridge import Bridge, BridgeError, ExtensionError
 from web_bench.browser.contract import ToolResult
 from web_bench.browser.extension_backend import ExtensionSession
-from web_bench.site.server import SiteClient, SiteServer
+from web_bench.paired.site.server import SiteClient, SiteServer
 
 ORIGIN = "chrome-extension://abcdefghijklmnopabcdefghijklmnop"
 

@@ -6,8 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from web_bench.results import read_runs
-from web_bench.site.catalog import TASK_NAMES
+from web_bench.paired.results import read_runs
+from web_bench.paired.site.catalog import TASK_NAMES
 
 
 def test_scripted_smoke_passes_twelve_of_twelve_on_playwright_and_extension(tmp_path: Path) -> None:

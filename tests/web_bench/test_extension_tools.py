@@ -9,11 +9,11 @@ from collections.abc import Iterator
 import pytest
 
 from tests.helpers.web import extension_browser, static_pages
-from web_bench import snapshot
 from web_bench.browser.contract import ToolResult
 from web_bench.browser.extension_backend import ExtensionSession
-from web_bench.site import data
-from web_bench.site.server import SiteClient, SiteServer
+from web_bench.paired import snapshot
+from web_bench.paired.site import data
+from web_bench.paired.site.server import SiteClient, SiteServer
 
 
 @pytest.fixture(scope="module")

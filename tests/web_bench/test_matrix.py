@@ -7,9 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from farm.errors import FarmError
-from web_bench.matrix import pair_order, parse_backends, parse_seeds, parse_tasks, plan
-from web_bench.results import expand, run_length
-from web_bench.site.catalog import TASK_NAMES
+from web_bench.paired.matrix import pair_order, parse_backends, parse_seeds, parse_tasks, plan
+from web_bench.paired.results import expand, run_length
+from web_bench.paired.site.catalog import TASK_NAMES
 
 
 def test_default_matrix_is_sixty_runs_in_pairs() -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from farm.sim.profile import default_profile
 from web_bench.browser.chromium import DebuggableChromium
-from web_bench.probe import probe
+from web_bench.paired.backend_probe import probe
 
 
 def test_probe_both_backends_through_a_virtual_phone(

@@ -10,8 +10,8 @@ import pytest
 from farm.errors import FarmError
 from farm.results.record import Tokens
 from tests.helpers.web import web_run
-from web_bench.records import to_record
-from web_bench.report import (
+from web_bench.paired.records import to_record
+from web_bench.paired.report import (
     BACKEND_DESCRIPTIONS,
     CAVEAT,
     WebReport,
@@ -21,7 +21,7 @@ from web_bench.report import (
     report_file,
     to_markdown,
 )
-from web_bench.results import Timings, WebRun, append_run
+from web_bench.paired.results import Timings, WebRun, append_run
 
 A, B = "playwright", "android-chrome"
 

@@ -12,7 +12,10 @@ from playwright.sync_api import Browser, Page
 from farm.desktop.attach import attach_batch
 from farm.report.build import build_reports
 from tests.helpers.desktop import recorded_batch
+from tests.helpers.lane_plugins import lane_plugins
 from tests.helpers.web import smoke_run
+
+__all__ = ["lane_plugins"]
 
 WIDTHS = [1400, 480]
 # Elements that stick out of the viewport, except inside a `.scroll` wrapper (which scrolls on its own).

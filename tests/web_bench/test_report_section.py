@@ -13,18 +13,22 @@ import pytest
 from farm.desktop.attach import attach_batch
 from farm.llm.loop import Feedback, LoopHooks, Step
 from farm.llm.types import ToolCall
-from farm.manifest import LaneEntry, Manifest, add_lane, create_run_dir, utc_now
+from farm.manifest import LaneEntry, Manifest, add_lane, utc_now
 from farm.report.build import build_reports
 from farm.report.lanes import LaneSection, lane_sections
 from farm.results.record import Tokens
+from farm.results.store import RunStore
 from tests.helpers.desktop import recorded_batch
+from tests.helpers.lane_plugins import lane_plugins
 from tests.helpers.web import smoke_run, web_run
-from web_bench.lane import ModelChoice, run_lane
-from web_bench.matrix import plan
-from web_bench.report import CAVEAT, build_report, report_file, report_tables
-from web_bench.report_section import FAILURES_SHOWN, section_of
-from web_bench.results import Timings, WebRun
-from web_bench.turn import WebBrief
+from web_bench.paired.lane import ModelChoice, run_lane
+from web_bench.paired.matrix import plan
+from web_bench.paired.report import CAVEAT, build_report, report_file, report_tables
+from web_bench.paired.report_section import FAILURES_SHOWN, section_of
+from web_bench.paired.results import Timings, WebRun
+from web_bench.paired.turn import WebBrief
+
+__all__ = ["lane_plugins"]
 
 HOSTILE = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
 
@@ -163,13 +167,13 @@ def test_more_failures_than_the_section_shows_are_counted(tmp_path: Path) -> Non
 
 def test_a_run_without_a_web_lane_has_no_web_section(tmp_path: Path) -> None:
     run_dir, _ = attach_batch(tmp_path / "runs", "d1", recorded_batch(tmp_path))
-    plain = create_run_dir(tmp_path / "runs", Manifest(run_id="plain", created_at=utc_now()))
+    plain = RunStore.create(tmp_path / "runs", Manifest(run_id="plain", created_at=utc_now())).run_dir
     assert _web(run_dir) == [] and _web(plain) == []
     assert [s.lane for s in lane_sections([run_dir])] == ["desktop"]
 
 
 def test_unreadable_web_results_are_named_and_the_run_report_still_written(tmp_path: Path) -> None:
-    run_dir = create_run_dir(tmp_path / "runs", Manifest(run_id="bad", created_at=utc_now()))
+    run_dir = RunStore.create(tmp_path / "runs", Manifest(run_id="bad", created_at=utc_now())).run_dir
     (run_dir / "web").mkdir()
     (run_dir / "web" / "results.jsonl").write_text("garbage\n", encoding="utf-8")
     add_lane(run_dir, LaneEntry(lane="web", outputs=["web/results.jsonl", "records.jsonl"]))

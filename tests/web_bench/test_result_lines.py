@@ -13,9 +13,9 @@ import pytest
 from farm.errors import FarmError
 from farm.results.record import MAX_COST_USD, MAX_COUNT, MAX_MS, MAX_TOKENS, Tokens
 from tests.helpers.web import web_run
-from web_bench.records import to_record
-from web_bench.report import build_report, report_file, to_markdown
-from web_bench.results import (
+from web_bench.paired.records import to_record
+from web_bench.paired.report import build_report, report_file, to_markdown
+from web_bench.paired.results import (
     Diagnostics,
     Timings,
     Validation,

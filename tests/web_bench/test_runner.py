@@ -16,15 +16,15 @@ from farm.llm.loop import Feedback, LoopHooks, Policy, Step
 from farm.llm.policy import ModelPolicy
 from farm.llm.stub import ModelStub, StubReply, StubUsage
 from tests.helpers.web import BackendFactory
-from web_bench import snapshot
-from web_bench.matrix import plan
-from web_bench.model_policy import model_policy
-from web_bench.results import WebRun, expand
-from web_bench.runner import MAX_STEPS, RunContext, run_matrix
-from web_bench.scripted import SCRIPTS, Script, ScriptedPolicy
-from web_bench.site.catalog import SUITE_VERSION, TASK_NAMES, TaskInstance
-from web_bench.site.server import SiteServer
-from web_bench.turn import WebBrief
+from web_bench.paired import snapshot
+from web_bench.paired.matrix import plan
+from web_bench.paired.model_policy import model_policy
+from web_bench.paired.results import WebRun, expand
+from web_bench.paired.runner import MAX_STEPS, RunContext, run_matrix
+from web_bench.paired.scripted import SCRIPTS, Script, ScriptedPolicy
+from web_bench.paired.site.catalog import SUITE_VERSION, TASK_NAMES, TaskInstance
+from web_bench.paired.site.server import SiteServer
+from web_bench.paired.turn import WebBrief
 
 
 def _run(make_backend: BackendFactory, site: SiteServer, policy: Policy[WebBrief], name: str, backends: list[str],

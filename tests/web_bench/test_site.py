@@ -7,8 +7,8 @@ import re
 import httpx
 import pytest
 
-from web_bench.site import data
-from web_bench.site.catalog import (
+from web_bench.paired.site import data
+from web_bench.paired.site.catalog import (
     SUITE_FINGERPRINT,
     SUITE_VERSION,
     TASK_NAMES,
@@ -17,8 +17,8 @@ from web_bench.site.catalog import (
     suite_fingerprint,
     validate,
 )
-from web_bench.site.server import HOST, SiteClient, SiteServer
-from web_bench.site.state import SessionState
+from web_bench.paired.site.server import HOST, SiteClient, SiteServer
+from web_bench.paired.site.state import SessionState
 
 
 def _page(site: SiteServer, path: str) -> str:

@@ -7,11 +7,11 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from tests.helpers.web import BackendFactory
-from web_bench import snapshot
 from web_bench.browser.contract import TOOLS, BrowserSession, ToolResult
-from web_bench.site import data
-from web_bench.site.catalog import TASK_NAMES
-from web_bench.site.server import SiteClient, SiteServer
+from web_bench.paired import snapshot
+from web_bench.paired.site import data
+from web_bench.paired.site.catalog import TASK_NAMES
+from web_bench.paired.site.server import SiteClient, SiteServer
 
 BACKENDS = ["playwright", "android-chrome"]
 

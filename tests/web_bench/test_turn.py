@@ -19,12 +19,12 @@ from farm.llm.types import ToolCall
 from farm.results.record import Tokens
 from tests.helpers.web import BackendFactory
 from web_bench.browser.contract import BackendName, BrowserBackend
-from web_bench.matrix import plan
-from web_bench.model_policy import model_policy
-from web_bench.runner import RunContext, run_matrix
-from web_bench.site.catalog import make_instance
-from web_bench.site.server import SiteServer
-from web_bench.turn import Turn, TurnHooks, WebBrief
+from web_bench.paired.matrix import plan
+from web_bench.paired.model_policy import model_policy
+from web_bench.paired.runner import RunContext, run_matrix
+from web_bench.paired.site.catalog import make_instance
+from web_bench.paired.site.server import SiteServer
+from web_bench.paired.turn import Turn, TurnHooks, WebBrief
 
 DELAY_S = 0.2
 """Pause between the stub's streamed events."""

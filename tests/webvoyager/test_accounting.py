@@ -12,8 +12,8 @@ from farm.llm.stub import ModelStub, StubReply, StubUsage
 from farm.llm.types import Attempt, Message, ModelTurn
 from farm.results.record import Tokens
 from web_bench.webvoyager.accounting import calls_from_error, calls_from_turn, cost, totals
-from web_bench.webvoyager.config import MINIMAX_M3_PRICE, WvPrice
 from web_bench.webvoyager.model import ModelCall
+from web_bench.webvoyager.model_setup import MINIMAX_M3_PRICE, WvPrice
 
 T0 = "2026-09-16T08:00:00.000000Z"
 KEY_ENV = "WV_TEST_KEY"

@@ -11,7 +11,7 @@ import pytest
 from farm.errors import FarmError
 from tests.helpers.webvoyager import build_run, make_manifest, make_task, make_tasks, make_view, tree_digest
 from web_bench.webvoyager import backfill, revisions
-from web_bench.webvoyager.store import RunTree, read_manifest, read_manifest_file, write_manifest
+from web_bench.webvoyager.run_tree import RunTree, read_manifest, read_manifest_file, write_manifest
 
 OLD = ["Allrecipes--0", "Amazon--0", "Apple--0"]
 TARGET = ["Allrecipes--0", "Allrecipes--1", "Amazon--0", "Amazon--1", "Apple--0", "Apple--1"]

@@ -16,10 +16,10 @@ from farm.llm.stub import ModelStub, StubReply, StubRequest, StubUsage
 from tests.helpers.llm import MakeClient, stub_clients
 from tests.helpers.shared_data import shared_data
 from web_bench.webvoyager import judge as judges
-from web_bench.webvoyager.config import WvPrice
 from web_bench.webvoyager.judge_evidence import EVIDENCE_PROMPT_SHA256, judge_evidence
 from web_bench.webvoyager.judge_reference import judge_reference, upstream_result_line
 from web_bench.webvoyager.model import AgentResult, AgentStatus, BrowserObservation, JudgeVerdict, WvTask
+from web_bench.webvoyager.model_setup import WvPrice
 from web_bench.webvoyager.prompt import JudgePrompt, load_reference_prompt
 
 PROVIDERS: list[Provider] = ["openai", "anthropic"]

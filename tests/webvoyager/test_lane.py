@@ -13,7 +13,7 @@ import pytest
 from farm.errors import FarmError
 from farm.llm.stub import ModelStub, StubReply
 from tests.helpers.wv_lane import SIX, Scenario, run, wv_data, wv_stub
-from web_bench.webvoyager import revisions, store
+from web_bench.webvoyager import revisions, run_tree
 from web_bench.webvoyager.model import AgentResult
 
 __all__ = ["wv_data", "wv_stub"]
@@ -61,16 +61,16 @@ def test_a_quota_failure_is_kept_for_resume_and_resume_retries_it_first(
     assert first.halted == "quota" and first.exit_status == 3
     assert summary["quota_retry_task_ids"] == ["Amazon--0"]
     assert summary["failed"] == 0 and summary["scoring_complete"] is False
-    recovery = store.load_recovery(store.RunTree(first.root))
+    recovery = run_tree.load_recovery(run_tree.RunTree(first.root))
     assert [e.task_id for e in recovery.quota_retry] == ["Amazon--0"]
-    views = revisions.current(store.RunTree(first.root))
+    views = revisions.current(run_tree.RunTree(first.root))
     assert set(views) == {"Allrecipes--0", "Amazon--0"}  # dispatch stopped at the quota
 
     # Still out of quota: the preflight says so and no attempt is created.
     scenario.preflight_reply = StubReply.quota(status=200, code=2056)
     blocked = run(tmp_path, wv_data, ids=three, concurrency=1, resume=True)
     assert blocked.exit_status == 3 and not (first.root / "Amazon--0" / "attempts").exists()
-    assert [e.task_id for e in store.load_recovery(store.RunTree(first.root)).quota_retry] == ["Amazon--0"]
+    assert [e.task_id for e in run_tree.load_recovery(run_tree.RunTree(first.root)).quota_retry] == ["Amazon--0"]
 
     quota["on"] = False
     scenario.preflight_reply = None
@@ -149,7 +149,7 @@ def test_a_restricted_site_is_website_unavailable_counted_apart_and_kept_in_the_
 
     scenario.agent_override = agent
     outcome = run(tmp_path, wv_data, ids=["Allrecipes--0", "Apple--0"])
-    views = revisions.current(store.RunTree(outcome.root))
+    views = revisions.current(run_tree.RunTree(outcome.root))
     blocked = views["Allrecipes--0"].agent
     assert (blocked.status, blocked.error_kind, blocked.restricted_results) == ("error", "website_unavailable", 3)
     summary = json.loads((outcome.root / "summary.json").read_text())
@@ -171,7 +171,7 @@ def test_a_timeout_that_hid_a_quota_refusal_is_kept_for_a_rerun(
 
     scenario.agent_override = agent
     outcome = run(tmp_path, wv_data, ids=["Amazon--0", "Apple--0"], timeout_ms=6000, concurrency=1)
-    views = revisions.current(store.RunTree(outcome.root))
+    views = revisions.current(run_tree.RunTree(outcome.root))
     amazon = views["Amazon--0"].agent
     assert (amazon.status, amazon.error_kind) == ("timeout", "quota")
     assert outcome.halted == "quota" and "Apple--0" not in views
@@ -185,7 +185,7 @@ def test_a_plain_timeout_stays_a_timeout_when_the_service_answers(
     stub, scenario = wv_stub
     scenario.agent_override = lambda url, body: StubReply(text="late", delay_s=30.0)
     outcome = run(tmp_path, wv_data, ids=["Amazon--0"], timeout_ms=5000)
-    agent = revisions.current(store.RunTree(outcome.root))["Amazon--0"].agent
+    agent = revisions.current(run_tree.RunTree(outcome.root))["Amazon--0"].agent
     assert (agent.status, agent.error_kind) == ("timeout", None)
     assert scenario.preflights == 2  # the run's check and the one after the stalled request
-    assert outcome.halted is None and store.load_recovery(store.RunTree(outcome.root)).quota_retry == []
+    assert outcome.halted is None and run_tree.load_recovery(run_tree.RunTree(outcome.root)).quota_retry == []

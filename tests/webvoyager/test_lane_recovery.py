@@ -17,7 +17,7 @@ from farm.errors import FarmError
 from farm.llm.stub import ModelStub, StubReply
 from tests.helpers.cli import ENTRY
 from tests.helpers.wv_lane import SIX, STAND_IN, Scenario, run, wv_data, wv_stub
-from web_bench.webvoyager import backfill, reset_judge, revisions, store
+from web_bench.webvoyager import backfill, reset_judge, revisions, run_tree
 from web_bench.webvoyager.model import AgentResult
 
 __all__ = ["wv_data", "wv_stub"]
@@ -51,7 +51,7 @@ def test_a_killed_scheduler_resumes_and_registers_what_its_worker_wrote(
     while not (root / "Allrecipes--1" / "result.json").exists():
         assert time.monotonic() < deadline
         time.sleep(0.1)
-    assert "Allrecipes--1" not in revisions.current(store.RunTree(root))
+    assert "Allrecipes--1" not in revisions.current(run_tree.RunTree(root))
     resumed = run(tmp_path, wv_data, run_id="wv-k", ids=SIX[:3], resume=True, concurrency=1)
     assert resumed.exit_status == 0, resumed.lines
     assert not (root / "Allrecipes--1" / "attempts").exists()  # recovered, not run again
@@ -71,7 +71,7 @@ def test_reset_judge_then_judge_only_rejudges_every_saved_result(
     assert not plan.empty()
     reset_judge.execute(root, plan)
     assert not list(root.glob("*/judge-*.ndjson"))
-    assert all(v.judge is None for v in revisions.current(store.RunTree(root)).values())
+    assert all(v.judge is None for v in revisions.current(run_tree.RunTree(root)).values())
     assert {p: p.read_bytes() for p in kept} == kept
     scenario.judged.clear()
     scenario.judge_override = lambda body: None
@@ -143,7 +143,7 @@ def test_har_record_then_replay_gives_the_same_verdicts_offline(
     assert sorted(p.name for p in har.glob("*.har")) == sorted(f"{t}.har" for t in SIX[:3])
     replayed = run(tmp_path, wv_data, run_id="wv-rep", ids=SIX[:3], replay_har=har, stand_in=None)
     verdicts = [{t: v.judge.passed if v.judge else None
-                 for t, v in revisions.current(store.RunTree(o.root)).items()} for o in (recorded, replayed)]
+                 for t, v in revisions.current(run_tree.RunTree(o.root)).items()} for o in (recorded, replayed)]
     assert verdicts[0] == verdicts[1] == dict.fromkeys(SIX[:3], True)
     manifest = json.loads((replayed.root / "manifest.json").read_text())
     assert manifest["har_mode"] == "replay"
@@ -170,7 +170,7 @@ def test_a_service_outage_stops_dispatch_and_resume_runs_the_rest(
                                                  if down["on"] and "amazon" in url else None)
     first = run(tmp_path, wv_data, ids=["Allrecipes--0", "Amazon--0", "Apple--0"], concurrency=1)
     assert first.halted == "service_unavailable" and first.exit_status == 3
-    views = revisions.current(store.RunTree(first.root))
+    views = revisions.current(run_tree.RunTree(first.root))
     assert views["Amazon--0"].agent.error_kind == "service_unavailable"
     assert views["Amazon--0"].agent.retry_count == 5
     assert "Apple--0" not in views
@@ -193,7 +193,7 @@ def test_rerun_ids_makes_one_new_attempt_and_a_repeat_does_not(
     assert again.plan.agent_items() == [] and not (first.root / "Allrecipes--1" / "attempts" / "3").exists()
     third = run(tmp_path, wv_data, ids=SIX[:2], rerun_ids=["Allrecipes--1"], new_rerun=True)
     assert [i.attempt for i in third.plan.agent_items()] == [3]
-    view = revisions.current(store.RunTree(first.root))["Allrecipes--1"]
+    view = revisions.current(run_tree.RunTree(first.root))["Allrecipes--1"]
     assert (view.agent.attempt, view.superseded_attempts) == (3, [1, 2])
 
 
@@ -253,7 +253,7 @@ def test_ctrl_c_stops_the_queue_records_the_running_task_and_resume_reruns_it(
     result = AgentResult.model_validate_json((root / "Allrecipes--0" / "result.json").read_text())
     assert result.error_kind == "interrupted"
     assert not (root / "Allrecipes--1").exists()
-    assert [e.task_id for e in store.load_recovery(store.RunTree(root)).service_retry] == ["Allrecipes--0"]
+    assert [e.task_id for e in run_tree.load_recovery(run_tree.RunTree(root)).service_retry] == ["Allrecipes--0"]
     scenario.agent_override = lambda url, body: None
     resumed = run(tmp_path, wv_data, run_id="wv-c", ids=SIX[:2], resume=True, concurrency=1)
     assert [(i.task_id, i.kind) for i in resumed.plan.items] == [("Allrecipes--0", "service_retry"),

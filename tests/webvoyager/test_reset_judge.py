@@ -20,7 +20,7 @@ from tests.helpers.webvoyager import (
     write_attempt_files,
 )
 from web_bench.webvoyager import reset_judge, revisions
-from web_bench.webvoyager.store import Recovery, RecoveryEntry, RunTree, load_recovery, save_recovery
+from web_bench.webvoyager.run_tree import Recovery, RecoveryEntry, RunTree, load_recovery, save_recovery
 
 IDS = ["Allrecipes--0", "Amazon--0", "Apple--0"]
 KEPT = ("task.json", "session.json", "trace.ndjson", "result.json")

@@ -20,7 +20,7 @@ from web_bench.webvoyager.revisions import (
     recover,
     revision_path,
 )
-from web_bench.webvoyager.store import RunTree, sha256_json
+from web_bench.webvoyager.run_tree import RunTree, sha256_json
 
 
 def _three(tmp_path: Path) -> RunTree:

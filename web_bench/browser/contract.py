@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 # The tool result of every lane; the backends and the browser lanes import it from here.
 from farm.llm.loop import ToolResult as ToolResult
+from farm.llm.types import ToolSpec
 
 BackendName = Literal["playwright", "extension", "android-chrome"]
 BACKEND_NAMES: tuple[BackendName, ...] = ("playwright", "extension", "android-chrome")
@@ -146,6 +147,11 @@ TOOLS: tuple[ToolDef, ...] = (
             description="Take a screenshot of the current page (JPEG). Use browser_snapshot to act on elements."),
 )
 TOOLS_BY_NAME: dict[str, ToolDef] = {t.name: t for t in TOOLS}
+
+
+def tool_specs() -> list[ToolSpec]:
+    """The browser tools as the model sees them (the same for every backend and every browser lane)."""
+    return [ToolSpec(name=t.name, description=t.description, parameters=t.parameters()) for t in TOOLS]
 
 SYSTEM_PROMPT = (
     "You operate a web browser to complete the user's task. Use only the browser_* tools you are given; "

@@ -15,8 +15,8 @@ from farm.llm.config import ModelPrice
 from farm.llm.pricing import cost_usd
 from farm.llm.types import Attempt, ModelTurn
 from farm.results.record import Tokens
-from web_bench.webvoyager.config import WvPrice
 from web_bench.webvoyager.model import CallOutcome, CallRole, ModelCall, UsageTotals
+from web_bench.webvoyager.model_setup import WvPrice
 
 MAY_BE_BILLED: frozenset[str] = frozenset({"ok", "timeout", "connection", "bad_response"})
 """Outcomes after which the provider may have billed the request: the request reached it and no refusal came

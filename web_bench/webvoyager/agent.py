@@ -27,11 +27,11 @@ from farm.llm.loop import run_tool_loop
 from farm.llm.policy import ModelPolicy
 from farm.llm.types import Message
 from farm.manifest import utc_now
-from web_bench.model_policy import tool_specs
+from web_bench.browser.contract import tool_specs
 from web_bench.webvoyager.attempt import AttemptState, model_error_kind
-from web_bench.webvoyager.config import WvPrice
 from web_bench.webvoyager.har import DEFAULT_HAR_NAME, AttemptBrowser, open_browser
 from web_bench.webvoyager.model import AgentResult, AgentStatus, ErrorKind, WvTask
+from web_bench.webvoyager.model_setup import WvPrice
 from web_bench.webvoyager.trace import (
     Interrupted,
     RunEnd,

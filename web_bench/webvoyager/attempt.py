@@ -17,10 +17,10 @@ from farm.llm.types import Message, ModelTurn, ToolCall, ToolSpec
 from farm.manifest import utc_now
 from web_bench.browser.contract import ACTION_TIMEOUT_MS, NAVIGATION_TIMEOUT_MS, TOOLS_BY_NAME, ToolResult
 from web_bench.webvoyager import accounting
-from web_bench.webvoyager.config import WvPrice
 from web_bench.webvoyager.guard import GuardAction
 from web_bench.webvoyager.har import AttemptBrowser
 from web_bench.webvoyager.model import AgentStatus, ErrorKind, ModelCall, UsageTotals
+from web_bench.webvoyager.model_setup import WvPrice
 from web_bench.webvoyager.trace import (
     GuardEvent,
     ModelCallEvent,

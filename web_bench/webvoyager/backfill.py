@@ -19,7 +19,7 @@ from farm.errors import FarmError
 from farm.fsutil import create_new_text
 from web_bench.webvoyager import dataset, revisions
 from web_bench.webvoyager.model import AgentResult, TaskView, WvTask
-from web_bench.webvoyager.store import (
+from web_bench.webvoyager.run_tree import (
     RunTree,
     WvManifest,
     check_task_id,

@@ -1,7 +1,7 @@
 """The pinned WebVoyager data: where every file comes from, its SHA-256, the 126-task set, and selection.
 
 The data files are never part of the project: `farm webvoyager data --fetch` downloads them from the pinned
-upstream commits (`data.py`) and everything here refuses a file whose SHA-256 is not the pinned one.
+upstream commits (`data_files.py`) and everything here refuses a file whose SHA-256 is not the pinned one.
 """
 
 from __future__ import annotations

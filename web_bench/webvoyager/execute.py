@@ -13,11 +13,11 @@ from typing import Literal
 from farm.llm.client import ModelCallError, ModelClient, make_client
 from farm.llm.types import Message
 from farm.manifest import utc_now
-from web_bench.webvoyager import revisions, store
+from web_bench.webvoyager import revisions, run_tree
 from web_bench.webvoyager.accounting import calls_from_error, calls_from_turn
 from web_bench.webvoyager.agent import AgentSettings
-from web_bench.webvoyager.config import ModelSetup
 from web_bench.webvoyager.model import AgentResult, JudgeVerdict, ModelCall, TaskView, WvTask
+from web_bench.webvoyager.model_setup import ModelSetup
 from web_bench.webvoyager.plan import WorkItem
 from web_bench.webvoyager.run import Prepared, next_view
 
@@ -34,7 +34,7 @@ class Clients:
     judge_client: ModelClient | None
 
 
-def preflight(tree: store.RunTree, setup: ModelSetup, timeout_ms: int, environ: Mapping[str, str]) -> ModelCall:
+def preflight(tree: run_tree.RunTree, setup: ModelSetup, timeout_ms: int, environ: Mapping[str, str]) -> ModelCall:
     """One small request to check the service; recorded in preflight.ndjson, never scored."""
     cfg = setup.llm.model_copy(update={"timeout_s": timeout_ms / 1000.0, "max_retries": 0})
     started = utc_now()
@@ -46,7 +46,7 @@ def preflight(tree: store.RunTree, setup: ModelSetup, timeout_ms: int, environ: 
             calls = calls_from_error(exc, role="preflight", step=None, started_at=started, price=setup.price,
                                      model=cfg.model)
     call = calls[-1]
-    store.append_preflight(tree, call)
+    run_tree.append_preflight(tree, call)
     return call
 
 
@@ -79,14 +79,14 @@ class Dispatcher:
 
         write_task_metrics(self.p.tree.root, self.p.tasks, self.views, judge_mode=self.p.opts.judge)
 
-    def _recovery(self, change: Callable[[store.Recovery], None]) -> None:
+    def _recovery(self, change: Callable[[run_tree.Recovery], None]) -> None:
         with self._lock:
             change(self.p.recovery)
-            store.save_recovery(self.p.tree, self.p.recovery)
+            run_tree.save_recovery(self.p.tree, self.p.recovery)
 
     # -- work --------------------------------------------------------------------------------------
     def _agent(self, item: WorkItem) -> None:
-        from web_bench.webvoyager.dispatch import run_in_child
+        from web_bench.webvoyager.worker import run_in_child
 
         task = self.tasks[item.task_id]
         attempt_dir = self.p.tree.attempt_dir(task.task_id, item.attempt)
@@ -99,7 +99,7 @@ class Dispatcher:
         result = self._unmask_quota(result)
         view = next_view(task, result, self.views.get(task.task_id))
         self._commit(view, "rerun" if item.kind == "rerun" else ("recovery" if item.kind != "new" else "agent"))
-        self._recovery(lambda r: store.note_agent_result(r, result))
+        self._recovery(lambda r: run_tree.note_agent_result(r, result))
         self.on_progress(f"{task.task_id}: agent {result.status}"
                          + (f" ({result.error_kind})" if result.error_kind else ""))
         halt = _HALTING.get(result.error_kind or "")
@@ -130,7 +130,7 @@ class Dispatcher:
             return
         verdict = judge_one(self.p, task, view.agent, self.clients.judge, self.clients.judge_client)
         self._commit(view.model_copy(update={"judge": verdict}), "judge")
-        self._recovery(lambda r: store.note_verdict(r, task.task_id, verdict))
+        self._recovery(lambda r: run_tree.note_verdict(r, task.task_id, verdict))
         shown = {True: "pass", False: "fail", None: "unjudged"}[verdict.passed]
         why = f" ({verdict.judge_error})" if verdict.judge_error else ""
         self.on_progress(f"{task.task_id}: judge {shown}{why}")
@@ -186,4 +186,4 @@ def attempt_dir_of(prepared: Prepared, task_id: str, attempt: int) -> Path:
     here = prepared.tree.attempt_dir(task_id, attempt)
     if (here / "result.json").is_file() or prepared.source_root is None:
         return here
-    return store.RunTree(prepared.source_root).attempt_dir(task_id, attempt)
+    return run_tree.RunTree(prepared.source_root).attempt_dir(task_id, attempt)

@@ -26,8 +26,8 @@ from farm.llm.types import Message, ModelTurn
 from farm.manifest import utc_now
 from farm.results.record import Tokens
 from web_bench.webvoyager.accounting import calls_from_error, calls_from_turn, totals
-from web_bench.webvoyager.config import WvPrice
 from web_bench.webvoyager.model import AgentResult, BrowserObservation, ErrorKind, JudgeVerdict, ModelCall, WvTask
+from web_bench.webvoyager.model_setup import WvPrice
 
 VerdictMode = Literal["reference", "evidence"]
 

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from farm.llm.client import ModelClient
-from web_bench.webvoyager.config import WvPrice
 from web_bench.webvoyager.judge import JudgeSession, ReplyInvalid, check_verdict_object, fence, parse_json, reply_body
 from web_bench.webvoyager.model import AgentResult, BrowserObservation, JudgeVerdict, WvTask
+from web_bench.webvoyager.model_setup import WvPrice
 
 EVIDENCE_PROMPT = """\
 You are a strict evaluator of a web browsing agent. You receive a task, the agent's result and the numbered \

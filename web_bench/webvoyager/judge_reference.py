@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Literal, TypedDict
 
 from farm.llm.client import ModelClient
-from web_bench.webvoyager.config import WvPrice
 from web_bench.webvoyager.judge import (
     JudgeSession,
     PromptText,
@@ -25,6 +24,7 @@ from web_bench.webvoyager.judge import (
     reply_body,
 )
 from web_bench.webvoyager.model import AgentResult, AgentStatus, JudgeVerdict, WvTask
+from web_bench.webvoyager.model_setup import WvPrice
 
 UpstreamStatus = Literal["completed", "error", "timeout"]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -14,21 +15,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from farm.errors import FarmError
+from farm.exits import EXIT_FAILED, EXIT_INFRA, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNFINISHED
 from farm.fsutil import atomic_write_text
 from farm.llm.config import LLMConfig
-from farm.manifest import utc_now
-from farm.signals import EXIT_INTERRUPTED, stop_on_signals
-from farm.sweep.request import EXIT_FAILED, EXIT_INFRA, EXIT_OK, EXIT_UNFINISHED
-from web_bench.webvoyager import store
-from web_bench.webvoyager.farm_join import INFRA_KINDS, RECORDS_FILE, join_farm_manifest, to_record
+from farm.manifest import LaneEntry, Manifest, code_fingerprint, utc_now
+from farm.results.store import RECORDS_FILE, RunStore
+from farm.signals import stop_on_signals
+from web_bench.webvoyager import run_tree
 from web_bench.webvoyager.model import TaskView, WvTask
 from web_bench.webvoyager.options import RunOptions
 from web_bench.webvoyager.plan import Plan
-from web_bench.webvoyager.run import Prepared, environ_or, new_manifest, plan_lines, prepare
+from web_bench.webvoyager.records import INFRA_KINDS, to_record
+from web_bench.webvoyager.run import LANE_DIR, Prepared, environ_or, new_manifest, plan_lines, prepare
 
 if TYPE_CHECKING:
     from web_bench.webvoyager.agent import AgentSettings
-    from web_bench.webvoyager.config import ModelSetup
+    from web_bench.webvoyager.model_setup import ModelSetup
 
 
 @dataclass
@@ -50,7 +52,8 @@ class RunOutcome:
 
 
 def finish(prepared: Prepared, views: dict[str, TaskView], *, halted: str | None) -> Path:
-    """Rewrite metrics, summary.json, report.md and the farm records from the current views."""
+    """Rewrite metrics, summary.json and report.md from the current views, and record each task whose view
+    changed: a superseding line in the run's records, never a rewrite (other lanes' records stay)."""
     from web_bench.webvoyager.metrics import write_task_metrics
     from web_bench.webvoyager.report import render_report
     from web_bench.webvoyager.summary import summarize
@@ -58,7 +61,7 @@ def finish(prepared: Prepared, views: dict[str, TaskView], *, halted: str | None
     tree, opts = prepared.tree, prepared.opts
     finished_at = utc_now()
     write_task_metrics(tree.root, prepared.tasks, views, judge_mode=opts.judge, evaluation_finished_at=finished_at)
-    manifest = store.read_manifest(tree)
+    manifest = run_tree.read_manifest(tree)
     summary = summarize(
         prepared.tasks, views, judge_mode=opts.judge,
         recovery_quota_retry=[e.task_id for e in prepared.recovery.quota_retry],
@@ -69,9 +72,8 @@ def finish(prepared: Prepared, views: dict[str, TaskView], *, halted: str | None
     atomic_write_text(tree.summary, summary.model_dump_json(indent=2) + "\n")
     report = render_report(manifest, summary, prepared.tasks, views)
     atomic_write_text(tree.report, report)
-    run_dir = tree.root.parent
     records = [to_record(opts.run_id, t, views.get(t.task_id), judge_mode=opts.judge) for t in prepared.tasks]
-    atomic_write_text(run_dir / RECORDS_FILE, "".join(r.model_dump_json(exclude_none=True) + "\n" for r in records))
+    RunStore(tree.root.parent).supersede(records)
     return tree.report
 
 
@@ -111,11 +113,13 @@ def run_webvoyager(opts: RunOptions, *, environ: Mapping[str, str] | None = None
     settings = _settings(opts, agent)
     if prepared.plan.agent_items():
         check_display(settings, env)
+    # The farm run first: its directory holds a manifest before the lane writes any file into it.
+    _join_run(prepared)
     with _scheduler_lock(prepared.tree.root):
         return _run_locked(prepared, agent, judge, manifest, settings, env, on_progress)
 
 
-def _run_locked(prepared: Prepared, agent: ModelSetup, judge: ModelSetup | None, manifest: store.WvManifest,
+def _run_locked(prepared: Prepared, agent: ModelSetup, judge: ModelSetup | None, manifest: run_tree.WvManifest,
                 settings: AgentSettings, env: Mapping[str, str], on_progress: Callable[[str], None]) -> RunOutcome:
     from web_bench.webvoyager.execute import Clients, Dispatcher
 
@@ -148,10 +152,10 @@ def _run_locked(prepared: Prepared, agent: ModelSetup, judge: ModelSetup | None,
                       lines=_closing(prepared, views, dispatcher.halted), report=report)
 
 
-def _setups(prepared: Prepared, env: Mapping[str, str]) -> tuple[ModelSetup, ModelSetup | None, store.WvManifest]:
+def _setups(prepared: Prepared, env: Mapping[str, str]) -> tuple[ModelSetup, ModelSetup | None, run_tree.WvManifest]:
     """The agent and judge models, and the manifest they give (checked against the old one on --resume)."""
     from web_bench.webvoyager.agent import prompt_sha256
-    from web_bench.webvoyager.config import agent_setup, judge_setup, snapshot
+    from web_bench.webvoyager.model_setup import agent_setup, judge_setup, snapshot
 
     opts = prepared.opts
     agent = agent_setup(env, reasoning_effort=opts.reasoning_effort, base=_farm_model(env))
@@ -165,7 +169,8 @@ def _setups(prepared: Prepared, env: Mapping[str, str]) -> tuple[ModelSetup, Mod
         # A backfilled or recovered run is mixed by nature: its code fingerprint is the older run's.
         ignore = ("code",) if old.provenance == "mixed" else ()
         # How long the service check may wait changes no result.
-        differ = [d for d in store.resume_mismatch(old, manifest, ignore=ignore) if d != "params.preflight_timeout_ms"]
+        differ = [d for d in run_tree.resume_mismatch(old, manifest, ignore=ignore)
+                  if d != "params.preflight_timeout_ms"]
         if differ:
             raise FarmError(f"--resume: the run was made with other {', '.join(differ)}",
                             hint="resume with the same options and code, or recover into a new run with "
@@ -206,26 +211,41 @@ def _preflight(prepared: Prepared, agent: ModelSetup, judge: ModelSetup | None,
                       halted="auth" if refused.outcome == "auth" else "preflight")
 
 
-def _start(prepared: Prepared, manifest: store.WvManifest) -> None:
-    """Write the manifest (new run, or a new re-run request), carry over a --retry-from run, join the farm."""
+def _start(prepared: Prepared, manifest: run_tree.WvManifest) -> None:
+    """Write the manifest (new run, or a new re-run request) and carry over a --retry-from run."""
     tree, opts = prepared.tree, prepared.opts
     if opts.rerun_ids:
         manifest.rerun_requests.extend(
-            store.RerunRequest(task_id=i.task_id, attempt=i.attempt, requested_at=utc_now(), new_rerun=opts.new_rerun)
+            run_tree.RerunRequest(task_id=i.task_id, attempt=i.attempt, requested_at=utc_now(),
+                                  new_rerun=opts.new_rerun)
             for i in prepared.plan.agent_items() if i.kind == "rerun")
     if not tree.manifest.exists():
-        store.create_manifest(tree, manifest)
+        run_tree.create_manifest(tree, manifest)
     elif opts.rerun_ids:
-        store.write_manifest(tree, manifest)
+        run_tree.write_manifest(tree, manifest)
     if prepared.source_root is not None:
         from web_bench.webvoyager import revisions
 
         for view in prepared.views.values():
             revisions.commit(tree, view.model_copy(update={"provenance_run": view.provenance_run
                                                           or str(prepared.source_root)}), "recovery")
-        store.save_recovery(tree, prepared.recovery)
-    join_farm_manifest(tree.root.parent, opts.run_id, {"judge": opts.judge, "tasks": len(prepared.tasks),
-                                                      "harMode": opts.har_mode, "concurrency": opts.concurrency})
+        run_tree.save_recovery(tree, prepared.recovery)
+
+
+def _join_run(prepared: Prepared) -> RunStore:
+    """Add the lane to the farm run (`runs/<id>/manifest.json`), creating the run with this command line when
+    there is none; the records of every other lane in it stay."""
+    opts = prepared.opts
+
+    def new() -> Manifest:
+        return Manifest(run_id=opts.run_id, created_at=utc_now(), command=list(sys.argv), code=code_fingerprint())
+
+    outputs = [f"{LANE_DIR}/report.md", f"{LANE_DIR}/summary.json", f"{LANE_DIR}/task-metrics.json", RECORDS_FILE]
+    detail = {"judge": opts.judge, "tasks": len(prepared.tasks), "harMode": opts.har_mode,
+              "concurrency": opts.concurrency}
+    joined, _created = RunStore.join(opts.runs_dir, opts.run_id,
+                                     LaneEntry(lane="webvoyager", outputs=outputs, detail=detail), new=new)
+    return joined
 
 
 def _farm_model(env: Mapping[str, str]) -> LLMConfig | None:
@@ -260,19 +280,19 @@ def _exit_status(tasks: list[WvTask], views: Mapping[str, TaskView], halted: str
 def rebuild_report(root: Path, data_dir: Path | None = None) -> Path:
     """`farm webvoyager report`: rebuild the tables, summary and report from the run's revisions."""
     from web_bench.webvoyager import dataset, revisions
-    from web_bench.webvoyager.data import default_data_dir
+    from web_bench.webvoyager.data_files import default_data_dir
     from web_bench.webvoyager.options import RunOptions
     from web_bench.webvoyager.plan import plan_work
 
-    tree = store.RunTree(root)
+    tree = run_tree.RunTree(root)
     if not tree.manifest.is_file():
         raise FarmError(f"{root}: no WebVoyager run there", hint="check --run / --runs-dir")
-    manifest = store.read_manifest(tree)
+    manifest = run_tree.read_manifest(tree)
     by_id = {t.task_id: t for t in dataset.load_tasks(data_dir or default_data_dir())}
     tasks = [by_id[i] for i in manifest.task_ids if i in by_id]
     views = revisions.current(tree)
     opts = RunOptions(run_id=manifest.run_id, runs_dir=root.parent.parent, judge=manifest.judge_mode)
-    recovery = store.load_recovery(tree)
+    recovery = run_tree.load_recovery(tree)
     prepared = Prepared(opts=opts, tasks=tasks, tree=tree, views=views, recovery=recovery, old_manifest=manifest,
                         prompt=None, plan=plan_work(tasks, views, judge_mode=manifest.judge_mode))
     return finish(prepared, views, halted=None)

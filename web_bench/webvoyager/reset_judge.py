@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from farm.errors import FarmError
 from web_bench.webvoyager import revisions
 from web_bench.webvoyager.model import TaskView
-from web_bench.webvoyager.store import RunTree, load_recovery, read_manifest, save_recovery
+from web_bench.webvoyager.run_tree import RunTree, load_recovery, read_manifest, save_recovery
 
 
 class ResetPlan(BaseModel):

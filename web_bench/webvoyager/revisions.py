@@ -28,7 +28,7 @@ from farm.errors import FarmError
 from farm.fsutil import atomic_write_text, create_new_text
 from farm.manifest import utc_now
 from web_bench.webvoyager.model import TaskView
-from web_bench.webvoyager.store import RunTree, append_line, sha256_json
+from web_bench.webvoyager.run_tree import RunTree, append_line, sha256_json
 
 Reason = Literal["agent", "judge", "rerun", "recovery", "backfill", "reset"]
 _NAME = re.compile(r"(\d{8})\.json")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from farm.errors import FarmError
 from farm.manifest import code_fingerprint, utc_now
-from web_bench.webvoyager import dataset, revisions, store
-from web_bench.webvoyager.data import default_data_dir
+from web_bench.webvoyager import dataset, revisions, run_tree
+from web_bench.webvoyager.data_files import default_data_dir
 from web_bench.webvoyager.model import AgentResult, TaskView, WvTask
 from web_bench.webvoyager.options import RunOptions
 from web_bench.webvoyager.plan import Plan, plan_work
@@ -45,10 +45,10 @@ class Prepared:
 
     opts: RunOptions
     tasks: list[WvTask]
-    tree: store.RunTree
+    tree: run_tree.RunTree
     views: dict[str, TaskView]
-    recovery: store.Recovery
-    old_manifest: store.WvManifest | None
+    recovery: run_tree.Recovery
+    old_manifest: run_tree.WvManifest | None
     prompt: JudgePrompt | None
     plan: Plan
     rerun_ids: list[str] = field(default_factory=list)
@@ -57,7 +57,7 @@ class Prepared:
     """`--retry-from`: the old run's tree (only read)."""
 
 
-def _selection(opts: RunOptions, data_dir: Path, old: store.WvManifest | None) -> list[WvTask]:
+def _selection(opts: RunOptions, data_dir: Path, old: run_tree.WvManifest | None) -> list[WvTask]:
     tasks = dataset.load_tasks(data_dir)
     if old is None:
         return dataset.select(tasks, opts.ids, opts.count)
@@ -81,13 +81,13 @@ def prepare(opts: RunOptions) -> Prepared:
     opts.check()
     data_dir = opts.data_dir or default_data_dir()
     root = opts.runs_dir / opts.run_id / LANE_DIR
-    tree = store.RunTree(root)
-    old: store.WvManifest | None = None
+    tree = run_tree.RunTree(root)
+    old: run_tree.WvManifest | None = None
     source_root: Path | None = None
     if opts.existing_run():
         if not tree.manifest.is_file():
             raise FarmError(f"{root}: no WebVoyager run there", hint="check --run / --runs-dir, or start a new run")
-        old = store.read_manifest(tree)
+        old = run_tree.read_manifest(tree)
     elif root.exists() and {p.name for p in root.iterdir()} - {"preflight.ndjson", ".scheduler.lock"}:
         # A tree holding only the log of a refused preflight was never started: the same command may run again.
         raise FarmError(f"{root}: the run already exists",
@@ -97,13 +97,13 @@ def prepare(opts: RunOptions) -> Prepared:
         if not (source_root / "manifest.json").is_file():
             raise FarmError(f"--retry-from {opts.retry_from}: no WebVoyager run there",
                             hint="pass the old run's directory (runs/RUN)")
-        old = store.read_manifest(store.RunTree(source_root))
+        old = run_tree.read_manifest(run_tree.RunTree(source_root))
     tasks = _selection(opts, data_dir, old)
     # The reference prompt is checked before any credential is read: a changed prompt refuses the run.
     prompt = load_reference_prompt(data_dir) if opts.judge == "reference" else None
-    state_tree = store.RunTree(source_root) if source_root is not None else tree
+    state_tree = run_tree.RunTree(source_root) if source_root is not None else tree
     views = revisions.current(state_tree) if (opts.existing_run() or source_root is not None) else {}
-    recovery = store.load_recovery(state_tree)
+    recovery = run_tree.load_recovery(state_tree)
     if opts.existing_run() or source_root is not None:
         views = _recover_orphans(state_tree, tasks, views, recovery, write=source_root is None and not opts.dry_run)
     rerun_ids = _reruns(opts, old, tasks, views)
@@ -120,7 +120,7 @@ def prepare(opts: RunOptions) -> Prepared:
                     prompt=prompt, plan=plan, rerun_ids=rerun_ids, source_root=source_root)
 
 
-def _reruns(opts: RunOptions, old: store.WvManifest | None, tasks: list[WvTask],
+def _reruns(opts: RunOptions, old: run_tree.WvManifest | None, tasks: list[WvTask],
             views: Mapping[str, TaskView]) -> list[str]:
     if not opts.rerun_ids:
         return []
@@ -144,10 +144,10 @@ def _reruns(opts: RunOptions, old: store.WvManifest | None, tasks: list[WvTask],
     return pending
 
 
-def _recover_orphans(tree: store.RunTree, tasks: list[WvTask], views: dict[str, TaskView],
-                     recovery: store.Recovery, *, write: bool) -> dict[str, TaskView]:
+def _recover_orphans(tree: run_tree.RunTree, tasks: list[WvTask], views: dict[str, TaskView],
+                     recovery: run_tree.Recovery, *, write: bool) -> dict[str, TaskView]:
     """Register attempts a worker wrote to disk that the run never registered (the parent died first)."""
-    from web_bench.webvoyager.dispatch import read_result
+    from web_bench.webvoyager.worker import read_result
 
     views = dict(views)
     for task in tasks:
@@ -157,11 +157,11 @@ def _recover_orphans(tree: store.RunTree, tasks: list[WvTask], views: dict[str, 
             view = next_view(task, result, views.get(task.task_id))
             if write:
                 revisions.commit(tree, view, "recovery")
-                store.note_agent_result(recovery, result)
+                run_tree.note_agent_result(recovery, result)
             views[task.task_id] = view
             attempt += 1
     if write:
-        store.save_recovery(tree, recovery)
+        run_tree.save_recovery(tree, recovery)
     return views
 
 
@@ -191,11 +191,11 @@ def plan_lines(prepared: Prepared) -> list[str]:
 
 
 def new_manifest(prepared: Prepared, agent: Mapping[str, object], judge: Mapping[str, object] | None,
-                 pricing: Mapping[str, object]) -> store.WvManifest:
+                 pricing: Mapping[str, object]) -> run_tree.WvManifest:
     """The manifest this command would write (compared field by field with the old one on --resume)."""
     opts = prepared.opts
     old = prepared.old_manifest
-    return store.WvManifest(
+    return run_tree.WvManifest(
         run_id=opts.run_id, created_at=old.created_at if old and opts.existing_run() else utc_now(),
         task_ids=[t.task_id for t in prepared.tasks],
         task_sha256={t.task_id: dataset.task_sha256(t) for t in prepared.tasks},
@@ -203,7 +203,7 @@ def new_manifest(prepared: Prepared, agent: Mapping[str, object], judge: Mapping
         data_sha256=dataset.data_file_hashes(),
         judge_mode=opts.judge, judge_prompt_sha256=prepared.prompt.sha256 if prepared.prompt else None,
         agent=dict(agent), judge=dict(judge) if judge is not None else None, pricing=dict(pricing),
-        params=store.RunParams(
+        params=run_tree.RunParams(
             timeout_ms=opts.timeout_ms, max_rounds=opts.max_rounds, concurrency=opts.concurrency,
             headed=opts.headed, reasoning_effort=opts.reasoning_effort,
             preflight_timeout_ms=opts.preflight_timeout_ms,

@@ -1,16 +1,22 @@
-"""The attempt worker: `python -m web_bench.webvoyager.worker ATTEMPT_DIR`.
+"""One agent attempt in its own process, both sides: the parent (`run_in_child`) writes ATTEMPT_DIR/worker.json
+(settings, task, attempt number — no secret; the model's key comes from the inherited environment), starts
+`python -m web_bench.webvoyager.worker ATTEMPT_DIR` in its own process group, waits at most the task's time
+limit (plus a grace for the browser's cleanup), stops it, and reads back what it wrote. A child that wrote
+nothing still leaves a result: the parent's observed interval, marked as such.
 
-The parent writes ATTEMPT_DIR/worker.json (`write_worker_input`: settings, task, attempt number — no secret;
-the model's key comes from the inherited environment) and starts the worker in its own process group. The
-worker makes the attempt and writes result.json; exit status 0 means result.json is there. SIGTERM or SIGINT
-stops the attempt: the trace gets an `interrupted` event and result.json says `error_kind: interrupted`.
+The worker (`main`) makes the attempt (`agent.run_attempt`) and writes result.json; exit status 0 means
+result.json is there. SIGTERM or SIGINT stops the attempt: the trace gets an `interrupted` event and
+result.json says `error_kind: interrupted`.
 """
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from types import FrameType
 
@@ -18,8 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from farm.errors import FarmError
 from farm.fsutil import atomic_write_text
+from farm.manifest import utc_now
 from web_bench.webvoyager.agent import AgentSettings, run_attempt
-from web_bench.webvoyager.model import WvTask
+from web_bench.webvoyager.model import AgentResult, ErrorKind, WvTask
 
 WORKER_INPUT = "worker.json"
 
@@ -59,6 +66,95 @@ def read_worker_input(attempt_dir: Path) -> WorkerInput:
         where = ".".join(str(p) for p in err["loc"]) or "worker.json"
         raise FarmError(f"{path}: {where}: {err['msg']}",
                         hint="write it with write_worker_input() from the same code version") from None
+
+
+GRACE_S = 30.0
+"""Time past the task's limit the worker gets to write its result and close its browser."""
+TERM_WAIT_S = 10.0
+"""Time between SIGTERM and SIGKILL."""
+
+
+def read_result(attempt_dir: Path) -> AgentResult | None:
+    """The attempt's `result.json`, or None when it is absent or unreadable (a worker killed mid-write cannot
+    leave half a file: the worker writes it atomically)."""
+    path = attempt_dir / "result.json"
+    try:
+        return AgentResult.model_validate_json(path.read_bytes())
+    except (OSError, ValidationError, ValueError):
+        return None
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a worker: SIGTERM to the worker alone (it records an interrupted result and closes its browser),
+    then, after TERM_WAIT_S or once it is gone, SIGKILL to whatever is left of its process group."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(TERM_WAIT_S)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+
+
+def run_in_child(
+    task: WvTask, attempt: int, attempt_dir: Path, settings: AgentSettings, *, cancel: threading.Event,
+) -> AgentResult:
+    """Run one attempt in a worker process (its own Chromium) and return its result.
+
+    `cancel` (Ctrl-C, SIGTERM of the run) stops the worker at once; the worker then records an interrupted
+    result itself when it still can.
+    """
+    attempt_dir.mkdir(parents=True, exist_ok=True)
+    write_worker_input(attempt_dir, task, attempt, settings)
+    started_at = utc_now()
+    began = time.monotonic()
+    log = (attempt_dir / "worker.log").open("ab")
+    try:
+        # Its own process group, so stopping it also stops its Chromium and Playwright driver.
+        proc = subprocess.Popen(  # noqa: S603 - our own module, no shell
+            [sys.executable, "-m", "web_bench.webvoyager.worker", str(attempt_dir)],
+            stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+    finally:
+        log.close()
+    deadline = began + settings.timeout_ms / 1000.0 + GRACE_S
+    killed_for: str | None = None
+    try:
+        while proc.poll() is None:
+            if cancel.is_set():
+                killed_for = "interrupted"
+                break
+            if time.monotonic() >= deadline:
+                killed_for = "timeout"
+                break
+            time.sleep(0.1)
+    finally:
+        _stop(proc)
+    result = read_result(attempt_dir)
+    if result is not None:
+        return result
+    observed_ms = (time.monotonic() - began) * 1000.0
+    kind: ErrorKind | None
+    if killed_for is None:
+        detail = f"the worker exited with status {proc.returncode} without a result (see worker.log)"
+        kind = "internal"
+    elif killed_for == "interrupted":
+        detail = "the run was interrupted while this task ran"
+        kind = "interrupted"
+    else:
+        detail = "the worker did not stop within its time limit and was killed"
+        kind = None
+    result = AgentResult(
+        task_id=task.task_id, attempt=attempt, status="timeout" if killed_for == "timeout" else "error",
+        error=detail, error_kind=kind, started_at=started_at, finished_at=utc_now(), duration_ms=observed_ms,
+        duration_basis="parent_observed", model=settings.llm.model,
+    )
+    atomic_write_text(attempt_dir / "result.json", result.model_dump_json(indent=2) + "\n")
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,43 @@
+"""What `farm report --json` prints: the files written and the headline numbers, as one JSON object."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from farm.report.model import Comparison, RateRow
+
+
+class ReportSummary(BaseModel):
+    """The written reports and the numbers their headline shows."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    runs: list[str]
+    """Run ids, in the order given (two: a paired comparison A B)."""
+    reports: list[str]
+    """Paths of the files written (report.md, report.html, junit.xml, scores.csv…)."""
+    include_holdout: bool
+    """Whether holdout-pool results are counted."""
+    headline: RateRow
+    """planned / skipped / attempted / errors / passed and the pass rate with its Wilson 95 % interval, as the
+    report's headline shows them (final verdicts, after human re-judgement)."""
+    comparison: Comparison | None
+    """Two runs: the paired comparison on their common units; null for one run."""
+    warnings: list[str]
+    """Damaged record lines that were skipped (also printed on stderr)."""
+
+
+def report_summary(
+    run_dirs: Sequence[Path], reports: Sequence[Path], *, include_holdout: bool, overrides: Sequence[Path] = ()
+) -> ReportSummary:
+    """The summary of reports just written for `run_dirs` (the numbers aggregated the same way)."""
+    from farm.report.aggregate import aggregate
+
+    data = aggregate(run_dirs, include_holdout=include_holdout, overrides_files=overrides).data
+    return ReportSummary(
+        runs=[d.name for d in run_dirs], reports=[str(p) for p in reports], include_holdout=include_holdout,
+        headline=data.overall, comparison=data.comparison, warnings=list(data.warnings),
+    )
