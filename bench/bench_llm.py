@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from farm.llm.client import make_client  # noqa: E402
-from farm.llm.config import LLMConfig, ModelPrice, Provider  # noqa: E402
+from farm.llm.model_config import LLMConfig, ModelPrice, Provider  # noqa: E402
 from farm.llm.stub import ModelStub, StubReply, StubUsage  # noqa: E402
 from farm.llm.types import Message, ToolSpec  # noqa: E402
 

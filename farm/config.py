@@ -12,7 +12,7 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from farm.errors import FarmError
-from farm.llm.config import LLMConfig
+from farm.llm.model_config import LLMConfig
 
 DEFAULT_CONFIG_NAME = "farm.yaml"
 MAX_CONFIG_BYTES = 1 << 20

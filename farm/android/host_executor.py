@@ -19,8 +19,8 @@ from farm.errors import FarmError
 if TYPE_CHECKING:
     from farm.android.options import AgentOptions, PolicyName, RunOptions
     from farm.config import FarmConfig
-    from farm.llm.config import LLMConfig
     from farm.llm.loop import Policy
+    from farm.llm.model_config import LLMConfig
     from host_agent.phone import Phone
     from host_agent.policy import PhoneBrief
     from host_agent.scripted import Script
@@ -31,7 +31,7 @@ POLICY_ENV = "FARM_HOST_POLICY"
 
 def llm_config(cfg: FarmConfig | None, settings: HostSettings, agent: AgentOptions | None = None) -> LLMConfig:
     """farm.yaml `llm:` < FARM_LLM_* < command-line flags; the run's prices when the model has none configured."""
-    from farm.llm.config import LLMConfig, ModelPrice
+    from farm.llm.model_config import LLMConfig, ModelPrice
 
     overrides: dict[str, object] = {
         "model": settings.model, "provider": settings.provider, "base_url": settings.base_url,

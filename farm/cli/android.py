@@ -200,7 +200,7 @@ def pull(
     af.check_adb_port()
     af.check_runs_dir(runs_dir, config)
 
-    from farm.android.collect import pull_run
+    from farm.android.pull_run import pull_run
     from farm.config import load_config
 
     summary = pull_run(

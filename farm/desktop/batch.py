@@ -16,7 +16,7 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from farm.desktop.config import DesktopConfig, git_work_tree_of, load_config, permission_warnings
+from farm.desktop.batch_config import DesktopConfig, git_work_tree_of, load_config, permission_warnings
 from farm.desktop.jsonfile import (
     RelativeFile,
     Sha256,

@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from farm.desktop.config import control_character_in, placeholder_in
+from farm.desktop.batch_config import control_character_in, placeholder_in
 from farm.desktop.tasks import BUDGET_ACTIONS, BUDGET_SECONDS, ResultStatus
 
 # ASCII digits only: `\d` would also take other scripts' digits, which no UTC clock writes.

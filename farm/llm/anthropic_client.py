@@ -12,7 +12,7 @@ import anthropic
 
 from farm.errors import FarmError
 from farm.llm.client import ModelClient, ProviderReply
-from farm.llm.config import THINKING_BUDGET, LLMConfig
+from farm.llm.model_config import THINKING_BUDGET, LLMConfig
 from farm.llm.retry import (
     BadResponse,
     Failure,

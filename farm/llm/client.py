@@ -12,7 +12,7 @@ from types import TracebackType
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
 from farm.errors import FarmError
-from farm.llm.config import LLMConfig
+from farm.llm.model_config import LLMConfig
 from farm.llm.pricing import cost_usd
 from farm.llm.retry import Failure, FailureKind, wait_s
 from farm.llm.types import Attempt, Message, ModelTurn, StopKind, ThinkingBlock, ToolCall, ToolSpec

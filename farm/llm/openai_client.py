@@ -11,7 +11,7 @@ from typing import Any
 import openai
 
 from farm.llm.client import ModelClient, ProviderReply
-from farm.llm.config import LLMConfig
+from farm.llm.model_config import LLMConfig
 from farm.llm.retry import (
     BadResponse,
     Failure,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from farm.llm.config import ModelPrice
+from farm.llm.model_config import ModelPrice
 from farm.results.record import Tokens
 
 

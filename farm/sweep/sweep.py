@@ -28,12 +28,12 @@ from farm.results.normalise import Context, error_record
 from farm.results.record import Execution, Record
 from farm.results.store import RECORDS_FILE, ReadProblems, RunStore, is_run_dir
 from farm.signals import stop_on_signals
-from farm.sweep.collect import STOPPED, collect_leased
 from farm.sweep.identity import sweep_identity
 from farm.sweep.journal import Journal, UnitRow, is_complete
 from farm.sweep.lock import farm_lock, lock_path
 from farm.sweep.plan import history_estimates, plan_units
 from farm.sweep.request import SweepRequest, exit_status
+from farm.sweep.resume_collect import STOPPED, collect_leased
 from farm.sweep.runner import Dispatcher, Fleet, gather_fleet
 from farm.sweep.unit_run import summary_sources
 from farm.taskset.loader import LoadedTask

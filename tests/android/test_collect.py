@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from farm.android.collect import pull_run
+from farm.android.pull_run import pull_run
 from farm.config import FarmConfig
 from farm.report.build import build_reports
 from tests.helpers.records import score_line, scores_text

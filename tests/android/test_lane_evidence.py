@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from farm import manifest as mf
-from farm.android.collect import pull_run
 from farm.android.options import AgentOptions
+from farm.android.pull_run import pull_run
 from farm.config import FarmConfig
 from farm.report.aggregate import aggregate
 from farm.results.store import read_records, try_dir

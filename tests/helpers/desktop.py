@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from farm.desktop.batch import Batch, BatchLink, Slot, init_batch, plan_slot_ids, record_result
-from farm.desktop.config import DesktopConfig
+from farm.desktop.batch_config import DesktopConfig
 from farm.desktop.result import RunResult
 from farm.desktop.tasks import tasks_digest
 

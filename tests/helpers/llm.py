@@ -8,7 +8,7 @@ from contextlib import contextmanager
 import pytest
 
 from farm.llm.client import ModelClient, make_client
-from farm.llm.config import LLMConfig, Provider
+from farm.llm.model_config import LLMConfig, Provider
 from farm.llm.stub import ModelStub
 
 MakeClient = Callable[..., ModelClient]

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from farm.llm.client import make_client
-from farm.llm.config import LLMConfig, ModelPrice
+from farm.llm.model_config import LLMConfig, ModelPrice
 from farm.llm.stub import ModelStub, StubReply, StubUsage
 from host_agent.evalout import EvalTree
 from host_agent.model_policy import ModelPolicy

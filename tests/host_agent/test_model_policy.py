@@ -10,8 +10,8 @@ import pytest
 from pydantic import JsonValue
 
 from farm.llm.client import ModelClient, make_client
-from farm.llm.config import LLMConfig
 from farm.llm.loop import Feedback, LoopHalt, LoopHooks, LoopOutcome, run_tool_loop
+from farm.llm.model_config import LLMConfig
 from farm.llm.stub import ModelStub, StubReply
 from farm.llm.types import ToolCall
 from host_agent.model_policy import ModelPolicy

@@ -7,7 +7,7 @@ import base64
 import pytest
 
 from farm.llm.client import ModelCallError
-from farm.llm.config import ModelPrice, Provider
+from farm.llm.model_config import ModelPrice, Provider
 from farm.llm.stub import ModelStub, StubReply, StubUsage
 from farm.llm.types import Message, ToolSpec
 from tests.llm.conftest import CANARY_KEY, MakeClient

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ValidationError
 
 from farm.errors import FarmError
 from farm.llm.client import ModelCallError, make_client
-from farm.llm.config import LLMConfig
+from farm.llm.model_config import LLMConfig
 from farm.llm.stub import ModelStub, StubReply
 from farm.llm.types import Message
 from tests.llm.conftest import CANARY_KEY, KEY_ENV, MakeClient

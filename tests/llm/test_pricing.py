@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from farm.llm.config import ModelPrice
+from farm.llm.model_config import ModelPrice
 from farm.llm.pricing import cost_usd
 from farm.results.record import Tokens
 

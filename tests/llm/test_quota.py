@@ -8,7 +8,7 @@ import pytest
 
 from farm.errors import FarmError
 from farm.llm.client import ModelCallError, make_client
-from farm.llm.config import LLMConfig, Provider
+from farm.llm.model_config import LLMConfig, Provider
 from farm.llm.retry import kind_for_response, minimax_failure, says_quota
 from farm.llm.stub import ModelStub, StubReply
 from farm.llm.types import Message

@@ -10,7 +10,7 @@ from email.utils import format_datetime
 import pytest
 
 from farm.llm.client import ModelCallError
-from farm.llm.config import Provider
+from farm.llm.model_config import Provider
 from farm.llm.stub import ModelStub, StubReply
 from farm.llm.types import Message
 from tests.llm.conftest import MakeClient

@@ -8,7 +8,7 @@ import httpx2
 import pytest
 
 from farm.llm.client import ModelCallError, make_client
-from farm.llm.config import LLMConfig, Provider, ReasoningEffort
+from farm.llm.model_config import LLMConfig, Provider, ReasoningEffort
 from farm.llm.retry import Failure, classify_sdk_error
 from farm.llm.stub import ModelStub, StubReply, StubUsage
 from farm.llm.types import Message, ModelTurn, ToolSpec

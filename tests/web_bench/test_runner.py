@@ -11,8 +11,8 @@ import pytest
 
 from farm.errors import FarmError
 from farm.llm.client import make_client
-from farm.llm.config import LLMConfig
 from farm.llm.loop import Feedback, LoopHooks, Policy, Step
+from farm.llm.model_config import LLMConfig
 from farm.llm.policy import ModelPolicy
 from farm.llm.stub import ModelStub, StubReply, StubUsage
 from tests.helpers.web import BackendFactory

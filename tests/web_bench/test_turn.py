@@ -11,8 +11,8 @@ from typing import Any, Literal
 import pytest
 
 from farm.llm.client import make_client
-from farm.llm.config import LLMConfig
 from farm.llm.loop import Feedback, LoopHooks, Step, run_tool_loop
+from farm.llm.model_config import LLMConfig
 from farm.llm.stub import ModelStub, StubReply, user_texts
 from farm.llm.stub_sse import anthropic_stream, openai_stream
 from farm.llm.types import ToolCall

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from farm.llm.client import ModelCallError, ModelClient, make_client
-from farm.llm.config import LLMConfig
+from farm.llm.model_config import LLMConfig
 from farm.llm.stub import ModelStub, StubReply, StubUsage
 from farm.llm.types import Attempt, Message, ModelTurn
 from farm.results.record import Tokens

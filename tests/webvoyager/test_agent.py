@@ -16,7 +16,7 @@ import pytest
 
 from farm.errors import FarmError
 from farm.llm.client import ModelCallError, make_client
-from farm.llm.config import LLMConfig
+from farm.llm.model_config import LLMConfig
 from farm.llm.stub import ModelStub, StubReply
 from farm.llm.types import Attempt
 from web_bench.webvoyager.agent import AgentSettings, run_attempt

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from farm.errors import FarmError
 from farm.llm.client import make_client
-from farm.llm.config import LLMConfig
+from farm.llm.model_config import LLMConfig
 from farm.llm.stub import ModelStub, StubReply
 from web_bench.webvoyager.agent import AgentSettings, run_attempt
 from web_bench.webvoyager.har import har_urls

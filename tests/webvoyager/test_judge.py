@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from farm.llm.client import ModelClient
-from farm.llm.config import Provider
+from farm.llm.model_config import Provider
 from farm.llm.stub import ModelStub, StubReply, StubRequest, StubUsage
 from tests.helpers.llm import MakeClient, stub_clients
 from tests.helpers.shared_data import shared_data

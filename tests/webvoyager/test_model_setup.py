@@ -7,7 +7,7 @@ import json
 import pytest
 
 from farm.errors import FarmError
-from farm.llm.config import LLMConfig, ModelPrice
+from farm.llm.model_config import LLMConfig, ModelPrice
 from web_bench.webvoyager.model_setup import (
     MINIMAX_M3_PRICE,
     ModelSetup,

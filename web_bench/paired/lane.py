@@ -101,7 +101,7 @@ def make_policy(kind: PolicyName, choice: ModelChoice, stack: ExitStack) -> Poli
 
         return ScriptedPolicy()
     from farm.llm.client import make_client
-    from farm.llm.config import LLMConfig
+    from farm.llm.model_config import LLMConfig
     from web_bench.paired.model_policy import model_policy
 
     cfg = LLMConfig.from_env(

@@ -11,7 +11,7 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 
 from farm.llm.client import ModelCallError
-from farm.llm.config import ModelPrice
+from farm.llm.model_config import ModelPrice
 from farm.llm.pricing import cost_usd
 from farm.llm.types import Attempt, ModelTurn
 from farm.results.record import Tokens

@@ -22,8 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from farm.errors import FarmError
 from farm.fsutil import atomic_write_bytes, atomic_write_text
 from farm.llm.client import ModelClient, make_client
-from farm.llm.config import LLMConfig
 from farm.llm.loop import run_tool_loop
+from farm.llm.model_config import LLMConfig
 from farm.llm.policy import ModelPolicy
 from farm.llm.types import Message
 from farm.manifest import utc_now

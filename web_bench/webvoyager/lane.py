@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from farm.errors import FarmError
 from farm.exits import EXIT_FAILED, EXIT_INFRA, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNFINISHED
 from farm.fsutil import atomic_write_text
-from farm.llm.config import LLMConfig
+from farm.llm.model_config import LLMConfig
 from farm.manifest import LaneEntry, Manifest, code_fingerprint, utc_now
 from farm.results.store import RECORDS_FILE, RunStore
 from farm.signals import stop_on_signals

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 
 from farm.errors import FarmError
-from farm.llm.config import THINKING_BUDGET, LLMConfig, ReasoningEffort
+from farm.llm.model_config import THINKING_BUDGET, LLMConfig, ReasoningEffort
 
 Protocol = Literal["anthropic-messages", "openai-completions", "openai-responses"]
 Role = Literal["agent", "judge"]
