@@ -158,6 +158,9 @@ class FarmConfig(BaseModel):
     """Profile used when `--profile` is not given."""
     signed_in: dict[str, list[str]] = Field(default_factory=dict)
     """Serial → packages/sites a person has signed in on that phone."""
+    phone_labels: dict[str, Annotated[str, Field(min_length=1, max_length=80)]] = Field(default_factory=dict)
+    """Serial → the phone's name on every surface (reports, junit.xml, history, progress); a phone without one is
+    `<model> · <short serial>` (`farm.phone_name`)."""
     llm: LLMConfig | None = None
     """Model used by the host executor (holds no secret: `api_key_env` names the variable)."""
     pricing: Pricing = Field(default_factory=Pricing)
@@ -197,13 +200,19 @@ class FarmConfig(BaseModel):
         return chosen, profiles[chosen]
 
 
+def config_file(path: Path | None) -> Path | None:
+    """The farm.yaml a command reads: `path` (`--config`), else `./farm.yaml` when it exists, else None (defaults)."""
+    if path is not None:
+        return path
+    candidate = Path(DEFAULT_CONFIG_NAME)
+    return candidate if os.path.lexists(candidate) else None
+
+
 def load_config(path: Path | None) -> FarmConfig:
     """Read and validate farm.yaml (`./farm.yaml` when `path` is None and it exists, else defaults)."""
+    path = config_file(path)
     if path is None:
-        candidate = Path(DEFAULT_CONFIG_NAME)
-        if not os.path.lexists(candidate):
-            return FarmConfig()
-        path = candidate
+        return FarmConfig()
     if path.is_dir():
         raise FarmError(f"{path}: is a directory, not a config file", hint="pass --config FILE, or remove it")
     try:

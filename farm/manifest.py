@@ -49,6 +49,9 @@ class PhoneEntry(BaseModel):
     """adb serial."""
     adb_server: str = ""
     """host:port of the adb server that reaches it."""
+    name: str | None = None
+    """Its name on every surface (`farm.phone_name`: the farm.yaml label, else `<model> · <short serial>`), as
+    given at discovery; null in runs recorded before names were (the reports compute it then)."""
     model: str | None = None
     """ro.product.model."""
     android: str | None = None

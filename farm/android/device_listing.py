@@ -15,10 +15,13 @@ class DeviceRow(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    name: str
+    """Its name on every surface (reports, junit.xml, history): the farm.yaml label, else
+    `<model> · <short serial>`."""
     serial: str
-    """adb serial."""
+    """adb serial (`<serial>@<host:port>` when two adb servers list different phones under one serial)."""
     server: str
-    """The adb server it was found on (`host:port`)."""
+    """The adb server it was found on (`host:port`; a run's manifest has it as `phones[].adb_server`)."""
     state: str
     """What adb reports: device, offline, unauthorized…"""
     health: Literal["ok", "left out"]
@@ -51,8 +54,8 @@ class DeviceListing(BaseModel):
 def device_listing(healths: Sequence[PhoneHealth]) -> DeviceListing:
     """The listing of what the gate found."""
     return DeviceListing(devices=[
-        DeviceRow(serial=h.serial, server=h.server, state=h.state, health="ok" if h.ok else "left out",
-                  reason=h.reason, model=h.model, android=h.android, battery=h.battery, charging=h.charging,
-                  free_mb=h.free_mb, agent_version=h.agent_version)
+        DeviceRow(name=h.name or h.serial, serial=h.serial, server=h.server, state=h.state,
+                  health="ok" if h.ok else "left out", reason=h.reason, model=h.model, android=h.android,
+                  battery=h.battery, charging=h.charging, free_mb=h.free_mb, agent_version=h.agent_version)
         for h in healths
     ])

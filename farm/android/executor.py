@@ -62,7 +62,7 @@ class PhoneJob:
     serial: str
     """adb serial."""
     label: str
-    """Short device label used in reports (model + index), never the serial."""
+    """The phone's stable name (`farm.phone_name`: the farm.yaml label, else `<model> · <short serial>`)."""
     run_id: str
     """Run id; also the on-device `eval/<run>/` name."""
     tasks: list[ResolvedTask]

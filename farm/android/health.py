@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from farm.android.devices import FoundPhone, shell
 from farm.config import HealthThresholds, InstrumentProfile
+from farm.phone_name import phone_names
 
 if TYPE_CHECKING:
     from adbutils import AdbDevice
@@ -29,6 +31,8 @@ class PhoneHealth:
     charging: bool | None = None
     free_mb: int | None = None
     agent_version: str | None = None
+    name: str | None = None
+    """Its stable name (`name_phones`), shown with the serial and adb server wherever a person reads phones."""
 
 
 def battery(text: str) -> tuple[int | None, bool]:
@@ -104,12 +108,9 @@ def check(phone: FoundPhone, limits: HealthThresholds, profile: InstrumentProfil
     return h
 
 
-def phone_labels(healths: list[PhoneHealth]) -> dict[str, str]:
-    """Serial → `<model> #n`, numbered per model by serial (reports never show serials)."""
-    counts: dict[str, int] = {}
-    out = {}
-    for h in sorted(healths, key=lambda h: (h.model or "device", h.serial)):
-        model = h.model or "device"
-        counts[model] = counts.get(model, 0) + 1
-        out[h.serial] = f"{model} #{counts[model]}"
-    return out
+def name_phones(healths: list[PhoneHealth], labels: Mapping[str, str]) -> None:
+    """Give each phone its stable name (`farm.phone_name`: the farm.yaml label, else `<model> · <short serial>`),
+    distinct over `healths`."""
+    names = phone_names(((h.serial, h.model) for h in healths), labels)
+    for h in healths:
+        h.name = names[h.serial]

@@ -1,14 +1,51 @@
-"""Live progress: one rich bar per phone (current task, done/total, and the labelled counts so far)."""
+"""Live progress: one rich bar per phone (current task, done/total, and the labelled verdicts so far), and the
+plain line per finished unit where there are no bars, written whole by one writer."""
 
 from __future__ import annotations
 
+import sys
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from farm.android.executor import TestStatus
+from farm.report.headline import initial_passed
+from farm.report.why import clip, record_why
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
+
+    from farm.results.record import Record
+
+Verdict = Literal["passed", "failed", "error", "skipped"]
+LINE_WHY_CHARS = 120
+"""Longest why (`farm.report.why`) a progress line adds after a verdict that is not a pass."""
+_LINES = threading.Lock()
+
+
+def verdict(record: Record) -> Verdict:
+    """The verdict of a record as the reports count it (`initial_passed`): a skip and an infrastructure error are
+    neither a pass nor a failure; everything else that did not pass failed, whatever its outcome."""
+    if record.outcome == "skipped":
+        return "skipped"
+    if record.outcome == "error":
+        return "error"
+    return "passed" if initial_passed(record) else "failed"
+
+
+def record_line(done: int, total: int, record: Record, phone: str) -> str:
+    """`[n/N] task r1 on phone: failed — why` for the n-th finished unit (1…N) of N."""
+    said = verdict(record)
+    why = "" if said == "passed" else record_why(record).message
+    return (f"[{done}/{total}] {record.task_id} r{record.repeat} on {phone}: {said}"
+            + (f" — {clip(why, LINE_WHY_CHARS)}" if why else ""))
+
+
+def say(text: str) -> None:
+    """One whole line on stderr, never mixed with another thread's: the text and its newline in one write,
+    under one lock (a pipe or a log file gets whole lines however many phones finish at once)."""
+    with _LINES:
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
 
 
 class PhoneProgress:
@@ -19,7 +56,8 @@ class PhoneProgress:
     ) -> None:
         """`total` tasks to run; `skipped` more were selected but skipped before running (they count as done),
         so the bar's total is the phone's planned units, as in the summary after the run. `claimed`: the
-        statuses are the phone's own claims (the instrument stream), which the host re-scores afterwards."""
+        statuses are the phone's own claims (the instrument stream), which the host re-scores afterwards; the
+        counts are the verdicts of the records (`recorded`), never the claims."""
         self.claimed = claimed
         self._progress = progress
         self._lock = threading.Lock()
@@ -44,12 +82,9 @@ class PhoneProgress:
         self._progress.update(self._task, completed=self.done, status=status)
 
     def counts(self) -> str:
-        """`passed P · failed F · skipped S · errors E`: the same labels as the summary after the run.
-
-        Live counts of the instrument executor are what the phone says, not yet the host's verdict.
-        """
-        counts = f"passed {self.passed} · failed {self.failed} · skipped {self.skipped} · errors {self.errors}"
-        return ("phone says " if self.claimed else "") + counts
+        """`passed P · failed F · skipped S · errors E`: the same labels and verdicts as the summary after the run
+        (the host's verdicts of the records so far, never what the phone claims)."""
+        return f"passed {self.passed} · failed {self.failed} · skipped {self.skipped} · errors {self.errors}"
 
     def task_started(self, task_id: str) -> None:
         """A task began."""
@@ -58,20 +93,26 @@ class PhoneProgress:
             self._draw()
 
     def task_finished(self, task_id: str, status: TestStatus) -> None:
-        """A task ended."""
+        """A task ended; its verdict comes with its record (`recorded`)."""
+        with self._lock:
+            self.current = f"{task_id}: scoring" if self.claimed and status != "incomplete" else ""
+            self._draw()
+
+    def recorded(self, record: Record) -> None:
+        """A unit of this phone finished with this record: counted by its verdict (`verdict`)."""
         with self._lock:
             self.done += 1
-            if status == "passed":
+            said = verdict(record)
+            if said == "passed":
                 self.passed += 1
-            elif status == "failed":
+            elif said == "failed":
                 self.failed += 1
-            elif status == "incomplete":
-                # A test that never ended becomes an infrastructure-error record, not an agent failure.
+            elif said == "error":
                 self.errors += 1
             else:
-                # ignored / assumption_failure: the task did not run (e.g. no script for it).
                 self.skipped += 1
-            self.current = ""
+            if self.current.startswith(f"{record.task_id}: "):
+                self.current = ""
             self._draw()
 
     def note(self, text: str) -> None:

@@ -18,6 +18,7 @@ from farm.android.pull import pull_tree
 from farm.config import FarmConfig, InstrumentProfile
 from farm.errors import FarmError
 from farm.names import check_name
+from farm.phone_name import phone_name
 from farm.results.normalise import Context, normalise_file
 from farm.results.record import Execution
 from farm.results.store import RECORDS_FILE, RunStore, pulled_dir
@@ -70,9 +71,13 @@ def pull_run(
         android=devices.shell(device, ["getprop", "ro.build.version.release"]).strip() or None,
         agent_version=health.version_name(device, prof.package),
     )
-    # A run made here says it was pulled; a run `farm run` made keeps its own lane settings.
+    entry.name = phone_name(serial, entry.model, cfg.phone_labels)
+    # A run made here says it was pulled, and is over (it ran elsewhere): never shown as still running. A run
+    # `farm run` made keeps its own lane settings and status.
+    now = mf.utc_now()
     store, _created = RunStore.join(runs_dir, run, mf.LaneEntry(lane="android"), new=lambda: mf.Manifest(
-        run_id=run, created_at=mf.utc_now(), command=command or [], code=mf.code_fingerprint(),
+        run_id=run, created_at=now, finished_at=now, status="finished", command=command or [],
+        code=mf.code_fingerprint(),
         config=mf.redact(cfg.model_dump(mode="json")),
         lanes=[mf.LaneEntry(lane="android", detail={"split": split, "profile": profile_name, "pulled": True})]))
     store.update(lambda m: m.phones.extend([entry] if all(p.serial != serial for p in m.phones) else []))

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from farm.cli.paths import check_input_dir, check_output_dir
+from farm.cli.paths import check_input_dir, check_output_dir, runs_dir_setting, tasks_dir_setting
 from farm.errors import FarmError
 
 if TYPE_CHECKING:
@@ -112,22 +112,8 @@ def check_fraction(value: float | None, flag: str) -> float | None:
 def check_runs_dir(runs_dir: Path | None, config: Path | None) -> None:
     """The runs directory (the flag, else farm.yaml's `runs_dir`) is a directory or can be made: checked before
     a phone is reached or anything is written, so a bad one is one line naming where it came from."""
-    if runs_dir is not None:
-        check_output_dir(runs_dir, "--runs-dir")
-        return
-    from farm.config import load_config
-
-    check_output_dir(Path(load_config(config).runs_dir), runs_dir_source(config))
-
-
-def runs_dir_source(config: Path | None) -> str:
-    """Where the runs directory came from when --runs-dir is not given: farm.yaml's `runs_dir`, or the default
-    (which --runs-dir changes)."""
-    from farm.config import DEFAULT_CONFIG_NAME
-
-    if config is not None:
-        return f"{config}: runs_dir"
-    return f"{DEFAULT_CONFIG_NAME}: runs_dir" if Path(DEFAULT_CONFIG_NAME).exists() else "--runs-dir (default)"
+    found = runs_dir_setting(runs_dir, config)
+    check_output_dir(found.value, found.what())
 
 
 def check_adb_port() -> None:
@@ -138,21 +124,13 @@ def check_adb_port() -> None:
 
 
 def runs_root(runs_dir: Path | None, config: Path | None) -> Path:
-    """The runs directory: the flag, else farm.yaml's `runs_dir`."""
-    if runs_dir is not None:
-        return runs_dir
-    from farm.config import load_config
-
-    return Path(load_config(config).runs_dir)
+    """The runs directory: the flag, else farm.yaml's `runs_dir`, else `runs`."""
+    return runs_dir_setting(runs_dir, config).value
 
 
 def tasks_root(tasks_dir: Path | None, config: Path | None) -> Path:
-    """The task-set root: the flag, else farm.yaml's `tasks_dir`."""
-    if tasks_dir is not None:
-        return tasks_dir
-    from farm.config import load_config
-
-    return Path(load_config(config).tasks_dir)
+    """The task-set root: the flag, else farm.yaml's `tasks_dir`, else `tasks`."""
+    return tasks_dir_setting(tasks_dir, config).value
 
 
 def with_selection(agent: AgentOptions, selection: TaskSelection | None) -> tuple[AgentOptions, TaskSelection | None]:

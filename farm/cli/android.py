@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from farm.cli import agent_flags as af
 from farm.cli import selection as sel
 from farm.errors import FarmError
+
+if TYPE_CHECKING:
+    from farm.sweep.sweep import SweepResult
 
 instrument_app = typer.Typer(help="Tools for `am instrument` output.", no_args_is_help=True)
 
@@ -135,21 +139,30 @@ def run(
         batch=batch, max_tries=max_tries, fail_under=fail_under, command=["farm", *sys.argv[1:]],
         show_progress=not quiet, host=host, selection=request_selection,
     )
+    print_summary(run_lane(req))
+
+
+def print_summary(result: SweepResult) -> None:
+    """What `farm run` and `farm sweep` print at the end: each phone's line, the run's headline as its report
+    shows it, the report paths; then exit with the run's status."""
+    import sys
+
     from rich.console import Console
 
     from farm.report.headline import disagreement_text, headline, headline_text
 
-    result = run_lane(req)
     for h in result.left_out:
         print(f"left out {h.serial}: {h.reason}", file=sys.stderr)
     out = Console(highlight=False, soft_wrap=True)
     for phone in result.phones:
         line = headline_text(headline(phone.records, phone.label)) + disagreement_text(phone.records)
         out.print(f"{phone.label}: {line}", markup=False)
+    if result.headline:
+        out.print(f"run {result.run_id}: {result.headline}", markup=False)
     for note in result.notes:
         print(note, file=sys.stderr)
     print(f"run: {result.run_dir}")
-    for path in result.reports:
+    for path in [*result.reports, *result.history]:
         print(path)
     if result.exit_code:
         raise typer.Exit(result.exit_code)
@@ -166,29 +179,36 @@ def devices_cmd(
     from farm.android.device_listing import device_listing
     from farm.cli.tables import print_table
     from farm.config import load_config
+    from farm.sweep.runner import named_phones
 
     devices.local_port()
     cfg = load_config(config)
     _name, prof = cfg.profile(profile)
-    found = devices.discover(cfg)
+    found = named_phones(cfg)
     if not found:
         raise FarmError("no phone found on any adb server", hint=devices.NO_PHONE_HINT)
-    listing = device_listing([health.check(phone, cfg.health, prof) for phone in found])
+    healths = [health.check(phone, cfg.health, prof) for phone in found]
+    health.name_phones(healths, cfg.phone_labels)
+    listing = device_listing(healths)
     if as_json:
         print(listing.model_dump_json(indent=2))
         return
     rows = []
     for d in listing.devices:
         battery = "" if d.battery is None else f"{d.battery}%" + (" ⚡" if d.charging else "")
-        rows.append([d.serial, d.server, d.model or "", d.android or "", battery, d.state, d.health, d.reason or ""])
-    print_table(("serial", "adb server", "model", "Android", "battery", "state", "health", "reason"), rows)
+        rows.append([d.name, d.serial, d.server, d.model or "", d.android or "", battery, d.state, d.health,
+                     d.reason or ""])
+    print_table(("phone", "serial", "adb server", "model", "Android", "battery", "state", "health", "reason"), rows)
 
 
 def pull(
     device: str = typer.Option(..., "--device", metavar="SERIAL", help="Phone serial."),
     run_id: str = typer.Option(..., "--run", metavar="RUN", help="Run name on the phone (eval/<run>/)."),
     split: str = typer.Option("all", "--split", metavar="tune|holdout|all", help="Pool to file it under."),
-    runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", metavar="DIR", help="Where runs go."),
+    runs_dir: af.RunsDir = None,
+    tasks_dir: Path | None = typer.Option(None, "--tasks-dir", metavar="DIR",
+                                          help="Task set scored against when the phone holds no bundle (default "
+                                               "farm.yaml tasks_dir, else tasks/)."),
     profile: str | None = typer.Option(None, "--profile", metavar="NAME", help="Instrument profile (agent app "
                                                                                 "package)."),
     config: af.Config = None,
@@ -203,8 +223,10 @@ def pull(
     from farm.android.pull_run import pull_run
     from farm.config import load_config
 
+    cfg = load_config(config)
+    cfg = cfg.model_copy(update={"tasks_dir": str(af.tasks_root(tasks_dir, config))})
     summary = pull_run(
-        load_config(config), serial=device, run=run_id, split=split, runs_dir=runs_dir, profile=profile,
+        cfg, serial=device, run=run_id, split=split, runs_dir=af.runs_root(runs_dir, config), profile=profile,
         command=["farm", *sys.argv[1:]],
     )
     for entry in summary.refused:
@@ -213,6 +235,15 @@ def pull(
     print(f"{summary.records} new records{already} → {summary.run_dir / 'records.jsonl'}")
     print(f"scored by the host against {summary.tasks_from}")
     print(f"raw: {summary.raw}")
+    # The run's current report now counts what was pulled.
+    from farm.lane_plugins import install
+    from farm.report.build import build
+
+    install()
+    built = build([summary.run_dir])
+    print(f"run {summary.run_dir.name}: {built.headline_text}")
+    for path in built.paths:
+        print(path)
     if summary.problems:
         raise FarmError(
             f"{summary.problems[0]}: corrupt scores.jsonl line (kept as an error record)",

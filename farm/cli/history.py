@@ -18,20 +18,20 @@ def history(
         None, "--out", metavar="DIR",
         help="Directory for history.md and history.html (default <runs-dir>/history/<label>-<newest>/).",
     ),
-    include_holdout: bool = typer.Option(False, "--include-holdout", help="Count holdout-pool results."),
+    include_holdout: bool | None = typer.Option(
+        None, "--include-holdout/--hide-holdout",
+        help="Count holdout-pool results, or hide them (default: counted when the runs planned them)."),
     config: Path | None = typer.Option(None, "--config", metavar="FILE",
                                        help="farm.yaml (default ./farm.yaml if present)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the history as one JSON object (nothing written)."),
 ) -> None:
     """Pass rate per night, regressions and fixes against the previous night, flaky tasks, phone health."""
-    from farm.cli.agent_flags import runs_dir_source
-    from farm.cli.paths import check_input_dir, check_output_dir
-    from farm.config import load_config
+    from farm.cli.paths import check_input_dir, check_output_dir, runs_dir_setting
     from farm.report.history import default_out_dir, write_history
     from farm.report.history_data import load_history
 
-    root = runs_dir if runs_dir is not None else Path(load_config(config).runs_dir)
-    check_input_dir(root, "--runs-dir" if runs_dir is not None else runs_dir_source(config),
-                    hint="pass --runs-dir DIR, the directory holding the runs")
+    found = runs_dir_setting(runs_dir, config)
+    root = check_input_dir(found.value, found.what(), hint="pass --runs-dir DIR, the directory holding the runs")
     if out is not None:
         check_output_dir(out, "--out")
     result = load_history(root, label=label, last=last, include_holdout=include_holdout)
@@ -40,7 +40,13 @@ def history(
 
         for warning in result.warnings:
             err_console.print(f"warning: {warning}", markup=False)
-    for path in write_history(result, out or default_out_dir(root, label, result.newest or "none")):
+    if as_json:
+        print(result.model_dump_json(indent=2))
+        return
+    # The label's own folder is rewritten (a sweep just wrote it); a folder given with --out must be new.
+    written = write_history(result, out, own=False) if out is not None else \
+        write_history(result, default_out_dir(root, label, result.newest or "none"), own=True)
+    for path in written:
         print(path)
 
 

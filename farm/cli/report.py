@@ -6,14 +6,19 @@ from pathlib import Path
 
 import typer
 
-RunsDir = typer.Option(Path("runs"), "--runs-dir", metavar="DIR", help="Where run directories are.")
+RunsDir = typer.Option(None, "--runs-dir", metavar="DIR",
+                       help="Where run directories are (default farm.yaml runs_dir, else runs/).")
+Config = typer.Option(None, "--config", metavar="FILE", help="farm.yaml (default ./farm.yaml if present).")
 
 
 def report(
     runs: list[str] = typer.Argument(..., metavar="RUN",
                                      help="Run id(s) under --runs-dir (two: paired comparison A B)."),
-    runs_dir: Path = RunsDir,
-    include_holdout: bool = typer.Option(False, "--include-holdout", help="Show holdout-pool results."),
+    runs_dir: Path | None = RunsDir,
+    config: Path | None = Config,
+    include_holdout: bool | None = typer.Option(
+        None, "--include-holdout/--hide-holdout",
+        help="Count holdout-pool results, or hide them (default: counted when the run planned them)."),
     overrides: list[Path] = typer.Option([], "--overrides", metavar="FILE",
                                          help="overrides.yaml with human re-judgements (repeatable)."),
     out: Path | None = typer.Option(None, "--out", metavar="DIR",
@@ -22,22 +27,22 @@ def report(
                                  help="Print the written paths and the headline numbers as one JSON object."),
 ) -> None:
     """Aggregate run(s) into report.md, report.html, junit.xml and scores.csv."""
-    from farm.cli.paths import check_output_dir
+    from farm.cli.paths import check_output_dir, runs_dir_setting
     from farm.lane_plugins import install
-    from farm.report.build import build_reports, resolve_run_dir
+    from farm.report.build import build, resolve_run_dir
 
     install()
     if out is not None:
         check_output_dir(out, "--out")
-    dirs = [resolve_run_dir(r, runs_dir) for r in runs]
-    paths = build_reports(dirs, include_holdout=include_holdout, overrides=overrides, out_dir=out, on_warning=_warn)
+    root = runs_dir_setting(runs_dir, config).value
+    dirs = [resolve_run_dir(r, root) for r in runs]
+    built = build(dirs, include_holdout=include_holdout, overrides=overrides, out_dir=out, on_warning=_warn)
     if as_json:
         from farm.report.summary import report_summary
 
-        summary = report_summary(dirs, paths, include_holdout=include_holdout, overrides=overrides)
-        print(summary.model_dump_json(indent=2))
+        print(report_summary(dirs, built.paths, built.data).model_dump_json(indent=2))
         return
-    for path in paths:
+    for path in built.paths:
         print(path)
 
 
@@ -49,7 +54,8 @@ def _warn(text: str) -> None:
 
 def query(
     sql: str = typer.Argument(..., metavar="SQL", help="One SELECT over the views records, runs, devices (read-only)."),
-    runs_dir: Path = RunsDir,
+    runs_dir: Path | None = RunsDir,
+    config: Path | None = Config,
     run: list[str] = typer.Option([], "--run", metavar="RUN",
                                   help="Limit to this run (repeatable; default: every run under --runs-dir)."),
     output_format: str = typer.Option("table", "--format", metavar="table|csv|json",
@@ -57,6 +63,7 @@ def query(
     as_json: bool = typer.Option(False, "--json", help="Same as --format json."),
 ) -> None:
     """Run one read-only SELECT on the records of every run and print the rows whole (never cut to fit)."""
+    from farm.cli.paths import runs_dir_setting
     from farm.errors import FarmError
     from farm.report.build import resolve_run_dir
     from farm.results import duck
@@ -69,7 +76,8 @@ def query(
         raise FarmError(f"--json and --format {output_format} both given", hint="pass one of them")
     chosen = "json" if as_json else output_format
     duck.check_query(sql)
-    dirs = [resolve_run_dir(r, runs_dir) for r in run] if run else duck.run_dirs_under(runs_dir)
+    root = runs_dir_setting(runs_dir, config).value
+    dirs = [resolve_run_dir(r, root) for r in run] if run else duck.run_dirs_under(root)
     for path, damage in duck.damaged_lines(dirs):
         for line in damage_text(path, damage):
             _warn(line)

@@ -13,6 +13,7 @@ from farm.errors import FarmError
 
 if TYPE_CHECKING:
     from farm.android.options import AgentOptions
+    from farm.cli.paths import DirSetting
     from farm.taskset.loader import LoadedTask, SplitChoice
     from farm.taskset.select import TaskSelection
 
@@ -66,6 +67,14 @@ def task_selection(
     return TaskSelection(sets=sets, keyword=keyword, exclude=exclude, only_ids=only_ids, only_from=only_failed_from)
 
 
+def warn_missing(missing_ids: list[str], tasks: DirSetting) -> None:
+    """`--only-failed-from`: the failed tasks the task set no longer has, naming the task set read and where that
+    directory came from (`--tasks-dir`, a farm.yaml, or the default), so the warning and the run agree."""
+    if missing_ids:
+        warn(f"--only-failed-from: {len(missing_ids)} task(s) no longer in {tasks.value} ({tasks.what()}): "
+             + ", ".join(missing_ids))
+
+
 def nothing_failed(selection: TaskSelection | None) -> bool:
     """Whether `--only-failed-from` found nothing to do again (then nothing is run, and that is no error)."""
     if selection is None or selection.only_ids is None or selection.only_ids:
@@ -75,7 +84,7 @@ def nothing_failed(selection: TaskSelection | None) -> bool:
 
 
 def preview(
-    tasks_dir: Path, split: SplitChoice, selection: TaskSelection | None, *, allow_irreversible: bool, yes: bool,
+    tasks: DirSetting, split: SplitChoice, selection: TaskSelection | None, *, allow_irreversible: bool, yes: bool,
 ) -> None:
     """Before a new run: the selection's tasks, chosen as the run will choose them, so that a selection matching
     nothing, a `--exclude` matching nothing and (with --allow-irreversible) the irreversible tasks are named
@@ -85,12 +94,11 @@ def preview(
 
     if selection is None and not allow_irreversible:
         return
+    tasks_dir = tasks.value
     chosen = select(require_valid(tasks_dir, whole_set=False), split, selection or TaskSelection())
     for pattern in chosen.unmatched_excludes:
         warn(f"--exclude {pattern}: matches no task")
-    if chosen.missing_ids:
-        warn(f"--only-failed-from: {len(chosen.missing_ids)} task(s) no longer in {tasks_dir}: "
-             + ", ".join(chosen.missing_ids))
+    warn_missing(chosen.missing_ids, tasks)
     if not chosen.tasks:
         what = selection.describe() if selection is not None else ""
         raise FarmError(f"{tasks_dir}: no task matches --split {split} {what}".rstrip(),
@@ -107,12 +115,14 @@ def for_run(
     """`farm run` / `farm sweep`: the agent options and request selection the flags ask for, checked and previewed
     before any phone is reached; None when `--only-failed-from` leaves nothing to run."""
     from farm.cli import agent_flags as af
+    from farm.cli.paths import runs_dir_setting, tasks_dir_setting
 
-    selection = task_selection(sets or [], keyword, exclude or [], only_failed_from, af.runs_root(runs_dir, config))
+    runs = runs_dir_setting(runs_dir, config).value
+    selection = task_selection(sets or [], keyword, exclude or [], only_failed_from, runs)
     if nothing_failed(selection):
         return None
     if resume is None:
-        preview(af.tasks_root(tasks_dir, config), agent.split, selection, allow_irreversible=allow_irreversible,
+        preview(tasks_dir_setting(tasks_dir, config), agent.split, selection, allow_irreversible=allow_irreversible,
                 yes=yes)
     return af.with_selection(agent, selection)
 

@@ -129,17 +129,15 @@ def sweep_cmd(
         recheck_s=recheck, fail_under=fail_under, tasks_dir=tasks_dir, runs_dir=runs_dir, config=config,
         command=["farm", *sys.argv[1:]], show_progress=not quiet,
     )
+    from farm.cli.android import print_summary
+
     result = sweep(req)
     c = result.counts
-    print(f"run: {result.run_dir}")
     print(f"units: {c['done']} finished · {c['unfinished']} unfinished · {c['pending'] + c['leased']} not run"
           + (" (interrupted)" if result.interrupted else ""))
     for serial, why in result.quarantined.items():
         print(f"quarantined {serial}: {'; '.join(why)}", file=sys.stderr)
-    for path in [*result.reports, *result.history]:
-        print(path)
-    if result.exit_code:
-        raise typer.Exit(result.exit_code)
+    print_summary(result)
 
 
 sweep_cmd.__doc__ = _HELP

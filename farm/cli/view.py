@@ -9,8 +9,20 @@ import typer
 from farm.view.server import DEFAULT_HOST, DEFAULT_PORT
 
 
+def runs_root(runs_dir: Path | None, config: Path | None) -> Path:
+    """The directory `farm view` serves: `--runs-dir`, else farm.yaml's `runs_dir`, else runs/; a one-line
+    FarmError naming where it came from when it is not a readable directory."""
+    from farm.cli.paths import check_input_dir, runs_dir_setting
+
+    found = runs_dir_setting(runs_dir, config)
+    return check_input_dir(found.value, found.what(), hint="pass --runs-dir DIR, the directory that holds your runs")
+
+
 def view(
-    runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", metavar="DIR", help="Where run directories are."),
+    runs_dir: Path | None = typer.Option(None, "--runs-dir", metavar="DIR",
+                                         help="Where run directories are (default farm.yaml runs_dir, else runs/)."),
+    config: Path | None = typer.Option(None, "--config", metavar="FILE",
+                                       help="farm.yaml (default ./farm.yaml if present)."),
     port: int = typer.Option(DEFAULT_PORT, "--port", metavar="N", help="Port on 127.0.0.1 (0 = any free port)."),
     host: str = typer.Option(DEFAULT_HOST, "--host", metavar="ADDRESS",
                              help="Loopback address to listen on; any other is refused."),
@@ -20,15 +32,14 @@ def view(
 
     Read-only and offline; serves this machine only. Ctrl-C stops it.
     """
-    from farm.cli.paths import check_input_dir
     from farm.view.server import ViewServer, check_host, check_port
 
     # The address first: a refused --host is refused whatever else is wrong.
     check_host(host)
     check_port(port)
-    check_input_dir(runs_dir, "--runs-dir", hint="pass the directory that holds your runs (default runs/)")
-    server = ViewServer(runs_dir, host=host, port=port).start()
-    print(f"farm view: {server.url} (runs in {runs_dir}; Ctrl-C to stop)", flush=True)
+    root = runs_root(runs_dir, config)
+    server = ViewServer(root, host=host, port=port).start()
+    print(f"farm view: {server.url} (runs in {root}; Ctrl-C to stop)", flush=True)
     if open_browser:
         import webbrowser
 

@@ -9,14 +9,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from farm.manifest import utc_now
+from farm.phone_name import PhoneId, from_manifests
 from farm.report import glance_data
 from farm.report.compare import comparison
-from farm.report.headline import INITIAL_SQL, LOGIN_SQL, rate_row
+from farm.report.headline import INITIAL_SQL, LOGIN_SQL, holdout_counted, planned_units, rate_row
 from farm.report.model import (
     CountRow,
     DisagreementRow,
+    FailureGroup,
     LeftOutRow,
     MarkerRow,
+    PhoneRow,
     RateRow,
     ReportData,
     RetriedRow,
@@ -26,6 +29,7 @@ from farm.report.model import (
     TaskRow,
 )
 from farm.report.overrides_apply import CATEGORY_SQL, apply_overrides, final_sql, short
+from farm.report.why import why
 from farm.results import duck
 from farm.results.damage import damage_text
 from farm.results.stats import nearest_rank_position
@@ -47,7 +51,7 @@ class Aggregation:
 
     con: duckdb.DuckDBPyConnection
     labels: dict[str, str]
-    """Serial → device label (model + index)."""
+    """Serial → device label (a phone's stable name, `farm.phone_name`)."""
     data: ReportData
     run_dirs: list[Path] = field(default_factory=list)
     ordered: bool = False
@@ -73,7 +77,8 @@ class Aggregation:
         cur = self.con.execute(
             "SELECT run, task_id, device, instance, repeat, category, coalesce(partition, ''),"
             " coalesce(expect, ''), outcome, initial, final, coalesce(reason, ''), coalesce(failure_category, ''),"
-            f" total_ms, coalesce(evidence, '') FROM shown WHERE {where} ORDER BY {order + ', ' if order else ''}"
+            " total_ms, coalesce(evidence, ''), CASE WHEN NOT final THEN failing_checks END"
+            f" FROM shown WHERE {where} ORDER BY {order + ', ' if order else ''}"
             f"{_UNIT_ORDER}" + (f" LIMIT {int(limit)}" if limit is not None else "")
         )
         while batch := cur.fetchmany(10_000):
@@ -83,27 +88,38 @@ class Aggregation:
                     category=r[5] or "", partition=r[6], expect=r[7], outcome=r[8], initial=bool(r[9]),
                     final=bool(r[10]), reason=short(r[11]), failure_category=r[12],
                     seconds=None if r[13] is None else r[13] / 1000.0, evidence=r[14],
+                    failing_checks=list(why(r[15], ()).checks),
                 )
 
 
-def device_labels(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
-    """Serial → `<model> #<n>` (numbered per model, by serial); never the serial itself.
-
-    Only phones have serials to hide: a web backend or a desktop machine keeps its own name.
-    """
+def phone_ids(con: duckdb.DuckDBPyConnection, run_dirs: Sequence[Path]) -> dict[str, PhoneId]:
+    """Serial → PhoneId (`farm.phone_name`) of every phone of the runs: the name each run's manifest recorded at
+    discovery (the later run's when two differ; computed for runs recorded before names were), and phones only
+    the records name."""
     models = dict(con.execute("SELECT serial, any_value(model) FROM devices GROUP BY serial").fetchall())
-    rows = con.execute("SELECT DISTINCT device, lane FROM rec").fetchall()
+    rows = con.execute("SELECT DISTINCT device, lane FROM rec ORDER BY device").fetchall()
     named = {d for d, lane in rows if lane not in (None, "android")} - set(models)
-    serials = [d for d, _lane in rows if d not in named]
-    serials = sorted(set(serials) | set(models), key=lambda s: (models.get(s) or "device", s))
-    counts: dict[str, int] = {}
-    labels = {}
-    for serial in serials:
-        model = models.get(serial) or "device"
-        counts[model] = counts.get(model, 0) + 1
-        labels[serial] = f"{model} #{counts[model]}"
-    labels.update({name: name for name in named})
-    return labels
+    manifests = []
+    for run_dir in run_dirs:
+        try:
+            data = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            continue  # the manifest's own problems are the runs table's to report
+        if isinstance(data, dict):
+            manifests.append(data)
+    return from_manifests(manifests, [(d, models.get(d)) for d, _lane in rows if d not in named])
+
+
+def device_labels(con: duckdb.DuckDBPyConnection, phones: dict[str, PhoneId]) -> dict[str, str]:
+    """Serial → the phone's stable name; a web backend or a desktop machine keeps its own name."""
+    labels = {name: name for name, in con.execute("SELECT DISTINCT device FROM rec").fetchall()}
+    return labels | {serial: p.name for serial, p in phones.items()}
+
+
+def phone_rows(phones: dict[str, PhoneId]) -> list[PhoneRow]:
+    """The phones table of the reports: by name."""
+    return [PhoneRow(name=p.name, serial=p.serial, adb_server=p.server, model=p.model)
+            for p in sorted(phones.values(), key=lambda p: (p.name, p.serial))]
 
 
 @dataclass
@@ -220,10 +236,24 @@ def _skip_rows(con: duckdb.DuckDBPyConnection, where: str, default: str,
     ], {run: int(n) for *_, run, n in rows}
 
 
+def _overall(con: duckdb.DuckDBPyConnection, run_dirs: Sequence[Path], counts: tuple[int, int, int, int], *,
+             include_holdout: bool) -> RateRow:
+    """The headline: every unit a run planned is in `planned`, those with no record yet as `unfinished`."""
+    planned, attempted, passed, errors = counts
+    unfinished = 0
+    for run_dir in run_dirs:
+        plan = planned_units(run_dir, include_holdout=include_holdout)
+        if plan is None:
+            continue
+        row = con.execute("SELECT count(*) FROM shown WHERE lane = 'android' AND run = ?", [run_dir.name]).fetchone()
+        unfinished += max(0, plan - (int(row[0]) if row else 0))
+    return rate_row("all", planned + unfinished, attempted, passed, errors, unfinished)
+
+
 def aggregate(
     run_dirs: Sequence[Path],
     *,
-    include_holdout: bool = False,
+    include_holdout: bool | None = None,
     overrides_files: Sequence[Path] = (),
     cache_min_bytes: int = duck.CACHE_MIN_BYTES,
 ) -> Aggregation:
@@ -234,6 +264,8 @@ def aggregate(
     are written from DuckDB by the report writers.
     """
     run_dirs = list(run_dirs)
+    if include_holdout is None:
+        include_holdout = holdout_counted(run_dirs)
     con = duck.connect(run_dirs, records_view=False)
     source = duck.report_records(con, run_dirs, cache_min_bytes=cache_min_bytes)
     latest = f"SELECT *, {LOGIN_SQL} AS login_handover, {INITIAL_SQL} AS initial FROM rec"
@@ -246,12 +278,14 @@ def aggregate(
         )
     else:
         con.execute(f"CREATE TEMP VIEW latest AS {latest}")
-    labels = device_labels(con)
+    phones = phone_ids(con, run_dirs)
+    labels = device_labels(con, phones)
     override_rows, finals = apply_overrides(con, run_dirs, overrides_files, labels)
     holdout = "true" if include_holdout else "coalesce(l.partition, '') <> 'holdout'"
     fin = final_sql(con, finals)
     con.execute(
         f"CREATE TEMP VIEW shown AS SELECT l.* REPLACE ({_scrubbed_reason(labels)} AS reason,"
+        f" {_scrubbed_lists(labels)}"
         f" {fin.category} AS failure_category), {fin.final} AS final FROM latest l{fin.join} WHERE {holdout}"
     )
     hidden_tasks, hidden_attempts = (0, 0) if include_holdout else con.execute(
@@ -281,7 +315,7 @@ def aggregate(
         hidden_holdout_tasks=hidden_tasks,
         hidden_holdout_attempts=hidden_attempts,
         execution=counts.execution,
-        overall=rate_row("all", *counts.overall),
+        overall=_overall(con, run_dirs, counts.overall, include_holdout=include_holdout),
         outcomes=counts.outcomes,
         by_category=counts.rates["category"],
         by_partition=counts.rates["partition"],
@@ -327,6 +361,7 @@ def aggregate(
         end_reason_unrecorded=unrecorded,
         instances=counts.instances,
         repeats=counts.repeats,
+        phones=phone_rows(phones),
         left_out=[
             LeftOutRow(run=run, device=labels.get(serial, "device"), reason=_unserial(reason or "", labels))
             for run, serial, reason in con.execute(
@@ -342,7 +377,48 @@ def aggregate(
     # Grouped as the report shows them: by category, then by why they failed.
     data.failures = list(agg.task_rows(f"{_NOT_SKIPPED} AND NOT final", LIST_CAP,
                                        order="category NULLS LAST, failure_category NULLS LAST"))
+    data.failure_groups, data.failure_groups_total = failure_groups(con, data.failures)
     return agg
+
+
+GROUP_WHY = 5
+"""Distinct failing checks (or reasons) listed per task in the "Not passed" groups; the rest are counted."""
+
+
+def failure_groups(con: duckdb.DuckDBPyConnection, failures: Sequence[TaskRow]) -> tuple[list[FailureGroup], int]:
+    """The attempts that did not pass, by task (first LIST_CAP tasks, most phones failed first), each with what
+    failed and how often (`farm.report.why`), and where its unit rows are in `failures`; and how many tasks."""
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE failure_groups AS SELECT run, task_id, coalesce(category, '') AS category,"
+        " count(DISTINCT device) FILTER (WHERE NOT final) AS phones_failed, count(DISTINCT device) AS phones_run,"
+        " count(*) FILTER (WHERE NOT final) AS units_failed, count(*) OVER () AS total"
+        f" FROM shown WHERE {_NOT_SKIPPED} GROUP BY ALL HAVING count(*) FILTER (WHERE NOT final) > 0"
+        f" ORDER BY phones_failed DESC, units_failed DESC, category, task_id, run LIMIT {LIST_CAP}"
+    )
+    groups = {
+        (run, task): FailureGroup(run=run, task_id=task, category=category, phones_failed=pf, phones_run=pr,
+                                  units_failed=uf)
+        for run, task, category, pf, pr, uf, _total in con.execute("SELECT * FROM failure_groups").fetchall()
+    }
+    row = con.execute("SELECT any_value(total) FROM failure_groups").fetchone()
+    total = int(row[0]) if row and row[0] is not None else 0
+    counted: dict[tuple[str, str], dict[str, int]] = {key: {} for key in groups}
+    for run, task, checks, reasons, n in con.execute(
+        "SELECT s.run, s.task_id, s.failing_checks, s.reasons, count(*) FROM shown s"
+        f" SEMI JOIN failure_groups g USING (run, task_id) WHERE s.{_NOT_SKIPPED} AND NOT s.final GROUP BY ALL"
+    ).fetchall():
+        w = why(checks, reasons)
+        tally = counted[(run, task)]
+        for item in w.checks or w.reasons[:1] or ("not recorded",):
+            tally[item] = tally.get(item, 0) + int(n)
+    for key, tally in counted.items():
+        ranked = sorted(tally.items(), key=lambda kv: (-kv[1], kv[0]))
+        groups[key].why = [CountRow(key=k, count=c) for k, c in ranked[:GROUP_WHY]]
+        groups[key].why_more = max(0, len(ranked) - GROUP_WHY)
+    for i, t in enumerate(failures):
+        if (g := groups.get((t.run, t.task_id))) is not None:
+            g.rows.append(i)
+    return list(groups.values()), total
 
 
 def _unserial(text: str, labels: dict[str, str]) -> str:
@@ -409,12 +485,18 @@ def _retried(con: duckdb.DuckDBPyConnection, labels: dict[str, str]) -> tuple[li
     ], (int(rows[0][7]) if rows else 0)
 
 
-def _scrubbed_reason(labels: dict[str, str]) -> str:
+def _scrubbed_reason(labels: dict[str, str], column: str = "l.reason") -> str:
     """Reports never show serials: the first reason with any quoted serial replaced by its device label."""
-    expr = "l.reason"
+    expr = column
     hits = []
     for serial, label in sorted(labels.items(), key=lambda kv: -len(kv[0])):
-        if serial:
+        if serial and serial != label:
             expr = f"replace({expr}, {duck.sql_str(serial)}, {duck.sql_str(label)})"
-            hits.append(f"contains(l.reason, {duck.sql_str(serial)})")
-    return f"CASE WHEN {' OR '.join(hits)} THEN {expr} ELSE l.reason END" if hits else "l.reason"
+            hits.append(f"contains({column}, {duck.sql_str(serial)})")
+    return f"CASE WHEN {' OR '.join(hits)} THEN {expr} ELSE {column} END" if hits else column
+
+
+def _scrubbed_lists(labels: dict[str, str]) -> str:
+    """Every reason as `_scrubbed_reason` has the first, for the REPLACE of `shown` (empty: nothing to replace)."""
+    reasons = _scrubbed_reason(labels, "r")
+    return "" if reasons == "r" else f" list_transform(l.reasons, lambda r: {reasons}) AS reasons,"

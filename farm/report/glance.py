@@ -34,7 +34,7 @@ class GridRow(_M):
 
 
 class Grid(_M):
-    """Task × phone verdicts of one run (labels, never serials)."""
+    """Task × phone verdicts of one run (phones by their stable names)."""
 
     run: str
     """The run shown (the compared run B in a comparison)."""

@@ -7,11 +7,22 @@ infrastructure errors included (they stay in the denominator); passed = attempts
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Literal
 
-from farm.report.model import RateRow
+from pydantic import BaseModel, ConfigDict
+
+from farm import manifest as mf
+from farm.report.model import RateRow, ReportData
 from farm.results.record import Record
 from farm.results.stats import wilson
+
+HEADLINE_FILE = "headline.json"
+"""A run's headline as its current report shows it, beside `report.md`: what `farm view` and `farm history`
+read, so no surface counts a run its own way."""
+HOLDOUT_SPLITS = frozenset({"holdout", "all"})
+"""Android lane splits that plan holdout units."""
 
 LOGIN_SQL = "coalesce(outcome = 'takeover' AND takeover_kind = 'login' AND coalesce(expect, '') <> 'takeover', false)"
 """A read task handed over at a login wall (交给用户:login): shown apart, never a success."""
@@ -41,13 +52,76 @@ def latest_attempts(records: Iterable[Record]) -> list[Record]:
     return list(latest.values())
 
 
-def rate_row(key: str, planned: int, attempted: int, passed: int, errors: int) -> RateRow:
-    """A RateRow with its Wilson 95 % interval (skipped = planned − attempted)."""
+def rate_row(key: str, planned: int, attempted: int, passed: int, errors: int, unfinished: int = 0) -> RateRow:
+    """A RateRow with its Wilson 95 % interval (skipped = planned − attempted − unfinished)."""
     r = wilson(passed, attempted)
     return RateRow(
-        key=key, planned=planned, skipped=planned - attempted, attempted=attempted, passed=passed, errors=errors,
-        rate=r.rate, low=r.low, high=r.high,
+        key=key, planned=planned, skipped=planned - attempted - unfinished, attempted=attempted, passed=passed,
+        errors=errors, unfinished=unfinished, rate=r.rate, low=r.low, high=r.high,
     )
+
+
+def holdout_counted(run_dirs: Sequence[Path]) -> bool:
+    """The one holdout policy: a run's holdout units count where the run planned them (`--split holdout|all`);
+    a tune run has none to count. Surfaces that hide them say so beside the number."""
+    for run_dir in run_dirs:
+        if not mf.manifest_path(run_dir).is_file():
+            continue
+        for lane in mf.load(run_dir).lanes:
+            if lane.lane == "android" and lane.detail.get("split") in HOLDOUT_SPLITS:
+                return True
+    return False
+
+
+def planned_units(run_dir: Path, *, include_holdout: bool) -> int | None:
+    """Units the android lane planned (its skips included), holdout ones only when counted; None when the lane
+    did not say (a pulled run, another lane's run)."""
+    if not mf.manifest_path(run_dir).is_file():
+        return None
+    for lane in mf.load(run_dir).lanes:
+        plan = lane.detail.get("planned_units") if lane.lane == "android" else None
+        if isinstance(plan, dict):
+            counted = (n for part, n in plan.items() if include_holdout or part != "holdout")
+            return sum(n for n in counted if isinstance(n, int))
+    return None
+
+
+class RunHeadline(BaseModel):
+    """`headline.json`: one run's headline as its current report shows it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: Literal[1] = 1
+    """Version of this file."""
+    run: str
+    """Run id."""
+    generated_at: str
+    """When the report was written (ISO-8601 UTC)."""
+    holdout: Literal["counted", "hidden"]
+    """Whether holdout units are in the numbers; hidden ones are counted apart."""
+    hidden_holdout_units: int
+    """Holdout units left out of the numbers (0 when counted)."""
+    overall: RateRow
+    """planned (every planned unit) · unfinished · skipped · attempted · errors · passed · rate (Wilson 95 %)."""
+    text: str
+    """The headline in words, as every report writes it."""
+
+
+def run_headline(data: ReportData, run: str) -> RunHeadline:
+    """The headline of a run's report, for `headline.json`."""
+    return RunHeadline(
+        run=run, generated_at=data.generated_at, holdout="counted" if data.include_holdout else "hidden",
+        hidden_holdout_units=data.hidden_holdout_attempts, overall=data.overall,
+        text=headline_text(data.overall, hidden_holdout=0 if data.include_holdout else data.hidden_holdout_attempts),
+    )
+
+
+def read_headline(run_dir: Path) -> RunHeadline | None:
+    """The headline its current report wrote, or None (no report yet, or an unreadable file)."""
+    try:
+        return RunHeadline.model_validate_json((run_dir / HEADLINE_FILE).read_bytes())
+    except (OSError, ValueError):
+        return None
 
 
 def headline(records: Iterable[Record], key: str = "all") -> RateRow:
@@ -65,12 +139,16 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{value * 100:.1f}%"
 
 
-def headline_text(row: RateRow) -> str:
-    """`planned N · skipped S · attempted A · errors E · passed P (rate, 95% CI lo–hi)`, every number labelled."""
-    counts = f"planned {row.planned} · skipped {row.skipped} · attempted {row.attempted} · errors {row.errors}"
+def headline_text(row: RateRow, *, hidden_holdout: int = 0) -> str:
+    """`planned N · unfinished U · skipped S · attempted A · errors E · passed P (rate, 95% CI lo–hi)`, every
+    number labelled (unfinished only when some are; `holdout hidden (H units)` when some were left out)."""
+    unfinished = f" · unfinished {row.unfinished}" if row.unfinished else ""
+    counts = (f"planned {row.planned}{unfinished} · skipped {row.skipped} · attempted {row.attempted}"
+              f" · errors {row.errors}")
+    hidden = f" · holdout hidden ({hidden_holdout} units)" if hidden_holdout else ""
     if row.rate is None:
-        return f"{counts} · passed {row.passed} (nothing attempted)"
-    return f"{counts} · passed {row.passed} ({_pct(row.rate)}, 95% CI {_pct(row.low)}–{_pct(row.high)})"
+        return f"{counts} · passed {row.passed} (nothing attempted){hidden}"
+    return f"{counts} · passed {row.passed} ({_pct(row.rate)}, 95% CI {_pct(row.low)}–{_pct(row.high)}){hidden}"
 
 
 def disagreement_text(records: Iterable[Record]) -> str:

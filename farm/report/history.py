@@ -9,7 +9,7 @@ from html import escape
 from pathlib import Path
 
 from farm.errors import FarmError
-from farm.fsutil import create_new_text
+from farm.fsutil import atomic_write_text, create_new_text
 from farm.report.charts import rate_chart
 from farm.report.history_data import History, NightRow, PairChange
 from farm.report.markdown import pct
@@ -137,7 +137,13 @@ def _sections(h: History) -> list[_Section]:
         f"Phone health changes ({len(h.health)})", ["between", "phone", "change", "reason"],
         [[f"{c.before_run} → {c.after_run}", c.phone, c.kind.replace("_", " "), c.reason or ""] for c in h.health],
         ["From the manifests: used ↔ left out by the health gate, or a phone that appeared or disappeared."
-         " Phones are labelled by model, numbered over these nights (never by serial)."],
+         " Phones go by their stable names (the table below says where each is)."],
+    ))
+    out.append(_Section(
+        f"Phones ({len(h.phones)})", ["phone", "serial", "adb server", "model"],
+        [[p.name, p.serial, p.adb_server or "–", p.model or "–"] for p in h.phones],
+        ["Each phone keeps its name from night to night: its `phone_labels` entry in farm.yaml, else its model and"
+         " the end of its serial; serial and adb server as the newest night that had it recorded them."],
     ))
     return out
 
@@ -197,16 +203,22 @@ def render_history_html(h: History) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def write_history(h: History, out_dir: Path) -> list[Path]:
-    """Write history.md and history.html into `out_dir`; refuse (FarmError) when either exists, before writing."""
+def write_history(h: History, out_dir: Path, *, own: bool = False) -> list[Path]:
+    """Write history.md and history.html into `out_dir`; refuse (FarmError) when either exists, before writing —
+    unless `own`: `out_dir` is the label's own folder (`default_out_dir`), whose files are rewritten atomically
+    (the same nights give the same history)."""
     paths = [out_dir / name for name in HISTORY_FILES]
     for path in paths:
-        if path.exists():
+        if path.exists() and not own:
             raise FarmError(f"{path}: already exists", hint="pass --out with a new directory; history is never"
                                                             " overwritten")
     for path, text in zip(paths, (render_history_markdown(h), render_history_html(h)), strict=True):
         try:
-            create_new_text(path, text, what="history")
+            if own:
+                out_dir.mkdir(parents=True, exist_ok=True)
+                atomic_write_text(path, text)
+            else:
+                create_new_text(path, text, what="history")
         except OSError as exc:
             raise FarmError(f"{path}: cannot write history ({exc.strerror or exc})",
                             hint="pass --out with a directory you can write to") from None

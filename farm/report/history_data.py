@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -33,7 +33,16 @@ from pydantic import ValidationError
 from farm import manifest as manifests
 from farm.errors import FarmError
 from farm.manifest import Manifest
-from farm.report.headline import headline, initial_passed, latest_attempts
+from farm.phone_name import PhoneId, from_manifests
+from farm.report.aggregate import phone_rows
+from farm.report.headline import (
+    RunHeadline,
+    headline,
+    holdout_counted,
+    initial_passed,
+    latest_attempts,
+    read_headline,
+)
 from farm.report.history_model import (
     Before,
     ErrorUnit,
@@ -59,6 +68,8 @@ class Night:
 
     manifest: Manifest
     records: list[Record]
+    written: RunHeadline | None = None
+    """The headline the night's current report wrote (`headline.json`): the night's one number, when there."""
 
 
 @dataclass
@@ -77,19 +88,12 @@ def _models(nights: Sequence[Night]) -> dict[str, str]:
     return {p.serial: p.model for n in nights for p in n.manifest.phones if p.model}
 
 
-def phone_labels(nights: Sequence[Night]) -> dict[str, str]:
-    """Serial → `<model> #n`, numbered per model over every night (like the reports' labels, stable across
-    nights); phones without a known model are `device #n`."""
+def phone_ids(nights: Sequence[Night]) -> dict[str, PhoneId]:
+    """Serial → PhoneId (`farm.phone_name`) over every night: the name each night's manifest recorded (the newest
+    night's wins; computed for nights recorded before names were), and phones only the records name."""
     models = _models(nights)
-    serials = {p.serial for n in nights for p in n.manifest.phones}
-    serials.update(r.device for n in nights for r in n.records if r.lane == "android")
-    counts: dict[str, int] = {}
-    labels: dict[str, str] = {}
-    for serial in sorted(serials, key=lambda s: (models.get(s) or "device", s)):
-        model = models.get(serial) or "device"
-        counts[model] = counts.get(model, 0) + 1
-        labels[serial] = f"{model} #{counts[model]}"
-    return labels
+    serials = sorted({r.device for n in nights for r in n.records if r.lane == "android"})
+    return from_manifests([n.manifest.model_dump(mode="json") for n in nights], [(s, models.get(s)) for s in serials])
 
 
 def _night_row(night: Night) -> NightRow:
@@ -97,7 +101,9 @@ def _night_row(night: Night) -> NightRow:
     categories = sorted({r.category for r in units})
     return NightRow(
         run_id=night.manifest.run_id, created_at=night.manifest.created_at, status=night.manifest.status,
-        overall=headline(units, key=night.manifest.run_id),
+        # The night's report is its one number; a night without one is counted the same way here.
+        overall=night.written.overall.model_copy(update={"key": night.manifest.run_id}) if night.written is not None
+        else headline(units, key=night.manifest.run_id),
         by_category=[headline([r for r in units if r.category == c], key=c or "(none)") for c in categories],
         phones_used=sum(p.status == "used" for p in night.manifest.phones),
         phones_left_out=sum(p.status == "left_out" for p in night.manifest.phones),
@@ -188,12 +194,16 @@ def build_history(
 ) -> History:
     """The history of `nights` (oldest first): rates per night, and the newest night against the previous one
     (rules in the module docstring)."""
+    # A night's written headline is its number only when it counts holdout as this history does.
+    nights = [n if n.written is None or (n.written.holdout == "counted") == include_holdout
+              else replace(n, written=None) for n in nights]
     hidden = 0
     if not include_holdout:
         # As the reports do: the holdout pool is for release decisions, not for nightly watching.
         hidden = sum(len(latest_attempts(r for r in n.records if r.partition == "holdout")) for n in nights)
-        nights = [Night(n.manifest, [r for r in n.records if r.partition != "holdout"]) for n in nights]
-    labels, known = phone_labels(nights), _models(nights)
+        nights = [Night(n.manifest, [r for r in n.records if r.partition != "holdout"], n.written) for n in nights]
+    phones = phone_ids(nights)
+    labels, known = {s: p.name for s, p in phones.items()}, _models(nights)
     paired, changes, flaky = 0, list[PairChange](), list[FlakyTask]()
     if len(nights) >= 2:
         paired, changes, flaky = _compare(_tallies(nights[-2], labels, known), _tallies(nights[-1], labels, known))
@@ -212,6 +222,7 @@ def build_history(
         regressions=kinds["regression"], fixes=kinds["fix"], new=kinds["new"], gone=kinds["gone"],
         mcnemar_p=mcnemar_exact(len(kinds["regression"]), len(kinds["fix"])) if len(nights) >= 2 else None,
         flaky=flaky, errors=errors, health=_health(nights, labels), warnings=list(warnings),
+        phones=phone_rows(phones),
     )
 
 
@@ -286,14 +297,19 @@ def read_night(run_dir: Path, manifest: Manifest) -> tuple[Night, list[str]]:
                 f"{run_dir / duck.RECORDS_FILE}: task {data.get('task_id')}: "
                 f"{'.'.join(map(str, err['loc']))}: {err['msg']}", hint="records must follow farm/results/record.py",
             ) from None
-    return Night(manifest, records), [w for path, damage in source.damaged for w in damage_text(path, damage)]
+    written = read_headline(run_dir)
+    return (Night(manifest, records, written),
+            [w for path, damage in source.damaged for w in damage_text(path, damage)])
 
 
 def load_history(
-    runs_dir: Path, *, label: str | None = None, last: int = DEFAULT_LAST, include_holdout: bool = False
+    runs_dir: Path, *, label: str | None = None, last: int = DEFAULT_LAST, include_holdout: bool | None = None
 ) -> History:
-    """`build_history` over the last `last` runs labelled `label` under `runs_dir` (see `select_runs`)."""
+    """`build_history` over the last `last` runs labelled `label` under `runs_dir` (see `select_runs`); holdout
+    counted as the runs planned it (`holdout_counted`) unless `include_holdout` says otherwise."""
     selected, warnings = select_runs(runs_dir, label=label, last=last)
+    if include_holdout is None:
+        include_holdout = holdout_counted([run_dir for run_dir, _ in selected])
     nights: list[Night] = []
     for run_dir, manifest in selected:
         night, damaged = read_night(run_dir, manifest)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-from farm.report.model import RateRow
+from farm.report.model import PhoneRow, RateRow
 
 RunStatus = Literal["running", "finished", "failed", "interrupted"]
 Before = Literal["passed", "failed", "no verdict", "absent"]
@@ -85,7 +85,7 @@ class ErrorUnit(_Task):
     repeat: int
     """Repeat index."""
     phone: str
-    """Phone label (never the serial) or device name."""
+    """The phone's stable name (`farm.phone_name`) or device name."""
     reason: str
     """The error, in words (first reason recorded)."""
 
@@ -98,7 +98,7 @@ class HealthChange(_M):
     after_run: str
     """The later night."""
     phone: str
-    """Phone label (`<model> #n`, numbered over the whole history; never the serial)."""
+    """The phone's stable name (`farm.phone_name`; History.phones says where it is)."""
     kind: Literal["left_out", "back", "appeared", "disappeared"]
     """used → left out, left out → used, absent → listed, listed → absent."""
     before: Literal["used", "left_out"] | None
@@ -144,5 +144,7 @@ class History(_M):
     """Infrastructure errors of the newest night."""
     health: list[HealthChange]
     """Phone health changes between consecutive nights, oldest first."""
+    phones: list[PhoneRow] = Field(default_factory=list)
+    """Every phone of these nights by its stable name, with its serial and adb server (the newest night's)."""
     warnings: list[str]
     """Damaged record lines skipped, run directories left out, and why."""

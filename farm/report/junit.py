@@ -1,9 +1,11 @@
 """junit.xml: one `<testsuite>` per run × phone, one `<testcase>` per unit.
 
 The layout follows the Ant JUnit schema CI servers read (fixtures/junit/junit.xsd): totals on
-`<testsuites>`; per suite a start time, a host name and properties (run, phone, lane, model, code
-fingerprint, execution kind); per unit a class name unique per lane and phone, and a failure typed by
-its failure category, an infrastructure error, or a skip, each with its reason.
+`<testsuites>`; per suite a start time, a host name and properties (run, phone, its serial and adb server,
+lane, model, code fingerprint, execution kind); per unit a class name unique per lane and phone (from the
+phone's stable name, so the same whatever other phones a run has), and a failure typed by
+its failure category, an infrastructure error, or a skip, each with why (`farm.report.why`): the first failing
+check (else the first reason) as its message; a failure's or error's text holds every failing check and reason.
 """
 
 from __future__ import annotations
@@ -133,9 +135,12 @@ class _Manifests:
         data = self.by_run.get(suite.run)
         detail = self._lane_detail(suite.run, suite.lane)
         android = suite.lane == "android"
+        phone = self._phone(suite.run, suite.serial) if android else {}
         facts: list[tuple[str, object]] = [
             ("run", suite.run), ("phone" if android else "device", label),
-            ("phone_model", self._phone(suite.run, suite.serial).get("model") if android else None),
+            # Where the phone is: its serial and the adb server that reached it (the name says which phone).
+            ("serial", suite.serial if android else None), ("adb_server", phone.get("adb_server")),
+            ("phone_model", phone.get("model")),
             ("lane", suite.lane),
             # The agent's model where the run recorded the one it used (a flag, the web lane's choice).
             ("model", _dig(detail, "model") or _dig(detail, "request", "host", "model")),
@@ -148,7 +153,9 @@ class _Manifests:
 def _case_line(prefix: str) -> str:
     """SQL over `r` (the report rows) for a unit's whole `<testcase>` element, indented, on one line. A failure
     is typed by its failure category, an infrastructure error as `infrastructure[.category]`; a skip has no type."""
-    message = "xattr(coalesce(nullif(r.reason, ''), r.outcome))"
+    message = "xattr(coalesce(nullif(r.why_message, ''), nullif(r.reason, ''), r.outcome))"
+    # The failure's (or error's) text: every failing check and every reason, one a line (`farm.report.why`).
+    body = "CASE WHEN r.why_body = '' THEN '/>' ELSE concat('>', xattr(r.why_body), '</', kind, '>') END"
     return f"""concat('    <testcase classname="',
   xattr({prefix} || '.' || coalesce(nullif(r.category, ''), 'task')), '" name="', xattr(r.unit), '"',
   CASE WHEN r.seconds = '' THEN '' ELSE concat(' time="', r.seconds, '"') END,
@@ -156,9 +163,9 @@ def _case_line(prefix: str) -> str:
     WHEN r.outcome = 'skipped' THEN concat('><skipped message="', {message}, '"/></testcase>')
     WHEN r.outcome = 'error' THEN concat('><error type="', CASE WHEN coalesce(r.failure_category, '')
       IN ('', 'infrastructure') THEN 'infrastructure' ELSE 'infrastructure.' || xattr(r.failure_category) END,
-      '" message="', {message}, '"/></testcase>')
+      '" message="', {message}, '"', {body.replace("kind", "'error'")}, '</testcase>')
     WHEN NOT r.final_bool THEN concat('><failure type="', xattr(coalesce(nullif(r.failure_category, ''), 'fail')),
-      '" message="', {message}, '"/></testcase>')
+      '" message="', {message}, '"', {body.replace("kind", "'failure'")}, '</testcase>')
     ELSE '/>' END)"""
 
 
@@ -207,7 +214,9 @@ def _pieces(agg: Aggregation, suites: list[_Suite]) -> _Pieces:
     pieces = _Pieces(take(), "", [], [], [])
     for i, suite in enumerate(suites):
         label = _text(agg.labels.get(suite.serial, suite.serial))
-        prefix = f"{suite.lane}.{label}"
+        # A phone's class names come from its stable name alone, so they stay the same when other phones join or
+        # leave; its dots (an address in a serial) would split the class path CI servers show.
+        prefix = f"{suite.lane}.{label.replace('.', '_') if suite.lane == 'android' else label}"
         attrs = {
             "name": f"{_text(suite.run)} {label}", "tests": str(suite.tests), "failures": str(suite.failures),
             "errors": str(suite.errors), "skipped": str(suite.skipped), "time": f"{suite.seconds:.3f}",

@@ -28,6 +28,8 @@ class RateRow(_M):
     """Attempts with a final verdict of pass."""
     errors: int
     """Infrastructure errors among the attempts."""
+    unfinished: int = 0
+    """Planned units with no record yet (a run stopped before they ran); part of planned, not of attempted."""
     rate: float | None
     """passed / attempted; null when nothing ran."""
     low: float | None
@@ -73,6 +75,20 @@ class LeftOutRow(_M):
     """Why it was left out."""
 
 
+class PhoneRow(_M):
+    """A phone of the runs, as every surface names it: its stable name with its serial and adb server."""
+
+    name: str
+    """Its stable name (`farm.phone_name`): the farm.yaml label, else `<model> · <short serial>`; the same in
+    every run, whatever other phones the run had."""
+    serial: str
+    """adb serial (`<serial>@<host:port>` when two adb servers list different phones under one serial)."""
+    adb_server: str
+    """`host:port` of the adb server that reached it; empty when the run did not record it."""
+    model: str | None = None
+    """ro.product.model; null when unknown."""
+
+
 class TaskRow(_M):
     """The verdict of one task on one phone (junit, csv, per-task tables)."""
 
@@ -106,6 +122,31 @@ class TaskRow(_M):
     """Wall time of the attempt."""
     evidence: str = ""
     """The attempt's run record, relative to its run directory (empty when none was kept)."""
+    failing_checks: list[str] = Field(default_factory=list)
+    """Every check that did not pass (failed, or unjudged), as words (`farm.report.why`)."""
+
+
+class FailureGroup(_M):
+    """The units of one task that did not pass, on every phone: the "Not passed" list read by task."""
+
+    run: str
+    """Run id."""
+    task_id: str
+    """Task id (its instances and repeats together)."""
+    category: str
+    """Category."""
+    phones_failed: int
+    """Phones on which some unit of the task did not pass."""
+    phones_run: int
+    """Phones on which some unit of the task was attempted."""
+    units_failed: int
+    """Units of the task that did not pass."""
+    why: list[CountRow] = Field(default_factory=list)
+    """What went wrong and in how many units: each failing check (else the first reason), most frequent first."""
+    why_more: int = 0
+    """Further distinct failing checks or reasons not listed."""
+    rows: list[int] = Field(default_factory=list)
+    """Positions in `ReportData.failures` of this task's unit rows (those listed there)."""
 
 
 class Stat(_M):
@@ -265,7 +306,7 @@ class ReportData(_M):
     by_partition: list[RateRow]
     """Per pool."""
     by_device: list[RateRow]
-    """Per phone (labels, never serials)."""
+    """Per phone, by its stable name (`phones` says where each is)."""
     by_expect: list[RateRow]
     """Per expected outcome."""
     skipped: list[SkipRow]
@@ -298,6 +339,10 @@ class ReportData(_M):
     """Attempts that did not pass (first rows), with reasons."""
     failures_total: int = 0
     """All attempts that did not pass."""
+    failure_groups: list[FailureGroup] = Field(default_factory=list)
+    """The attempts that did not pass, by task (first groups): most phones failed first."""
+    failure_groups_total: int = 0
+    """All tasks with an attempt that did not pass."""
     comparison: Comparison | None = None
     """Two-run paired comparison."""
     warnings: list[str] = Field(default_factory=list)
@@ -320,6 +365,8 @@ class ReportData(_M):
     """Attempts that did not pass and did not say why they ended."""
     left_out: list[LeftOutRow] = Field(default_factory=list)
     """Phones found but not used, with the reason: the numbers do not cover them."""
+    phones: list[PhoneRow] = Field(default_factory=list)
+    """Every phone of the runs (used or left out, or only named by records), by name: where each is."""
     notes: list[str] = Field(default_factory=list)
     """The runs' own notes (quarantines, refused pull entries, unreachable adb servers…), serials replaced by
     device labels (first rows)."""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from farm.report.model import Comparison, RateRow
+from farm.report.model import Comparison, RateRow, ReportData
 
 
 class ReportSummary(BaseModel):
@@ -30,14 +30,9 @@ class ReportSummary(BaseModel):
     """Damaged record lines that were skipped (also printed on stderr)."""
 
 
-def report_summary(
-    run_dirs: Sequence[Path], reports: Sequence[Path], *, include_holdout: bool, overrides: Sequence[Path] = ()
-) -> ReportSummary:
-    """The summary of reports just written for `run_dirs` (the numbers aggregated the same way)."""
-    from farm.report.aggregate import aggregate
-
-    data = aggregate(run_dirs, include_holdout=include_holdout, overrides_files=overrides).data
+def report_summary(run_dirs: Sequence[Path], reports: Sequence[Path], data: ReportData) -> ReportSummary:
+    """The summary of reports just written for `run_dirs`: the numbers they show (`data`), not a recount."""
     return ReportSummary(
-        runs=[d.name for d in run_dirs], reports=[str(p) for p in reports], include_holdout=include_holdout,
+        runs=[d.name for d in run_dirs], reports=[str(p) for p in reports], include_holdout=data.include_holdout,
         headline=data.overall, comparison=data.comparison, warnings=list(data.warnings),
     )

@@ -14,15 +14,17 @@ from farm.report.charts import PART_COLOURS, VERDICT_COLOURS, rate_chart, time_s
 from farm.report.lanes import lane_sections
 from farm.report.markdown import environment, headline_notes, render_markdown, template_globals
 from farm.report.model import ReportData, SinceRow
+from farm.report.why import register_sql, why_sql
 from farm.results.duck import sql_str
 
 REPORT_FILES = ("report.md", "report.html", "junit.xml", "scores.csv")
 CSV_HEADER = (
     "run", "task_id", "device", "instance", "repeat", "category", "partition", "expect", "outcome",
-    "initial_verdict", "final_verdict", "reason", "failure_category", "seconds",
+    "initial_verdict", "final_verdict", "reason", "failing_checks", "failure_category", "seconds",
 )
 """scores.csv columns. A verdict is pass, fail, skipped (not attempted) or error (infrastructure): counting
-final_verdict gives the headline — planned = rows, skipped, errors, passed = pass, attempted = rows − skipped."""
+final_verdict gives the headline — planned = rows, skipped, errors, passed = pass, attempted = rows − skipped.
+failing_checks: every check of a unit that did not pass (failed or unjudged), `; ` between them (`farm.report.why`)."""
 CSV_NUMBERS = frozenset({"repeat", "seconds"})
 """scores.csv columns the harness writes as numbers; every other column is text and is neutralised (`csv_text`)."""
 
@@ -68,16 +70,20 @@ def _unit_name(agg: Aggregation) -> str:
 
 
 def _rows(agg: Aggregation) -> str:
-    """Per-attempt report columns over `shown` (device labels, verdict words, short reasons, seconds)."""
+    """Per-attempt report columns over `shown` (device labels, verdict words, short reasons, seconds), and why a
+    unit did not pass (`farm.report.why`: `failing_checks`, the JUnit `why_message` and `why_body`)."""
+    register_sql(agg.con)
     return f"""
 SELECT s.run, s.task_id, {agg.label_sql("s.device")} AS device, s.instance, s.repeat,
        coalesce(s.category, '') AS category,
        coalesce(s.partition, '') AS partition, coalesce(s.expect, '') AS expect, s.outcome,
        {_verdict("initial")} AS initial_verdict, {_verdict("final")} AS final_verdict,
-       short_text(s.reason) AS reason, coalesce(s.failure_category, '') AS failure_category,
+       short_text(s.reason) AS reason, coalesce(s.why.checks, '') AS failing_checks,
+       coalesce(s.why.message, '') AS why_message, coalesce(s.why.body, '') AS why_body,
+       coalesce(s.failure_category, '') AS failure_category,
        CASE WHEN s.total_ms IS NULL THEN '' ELSE printf('%.3f', s.total_ms / 1000.0) END AS seconds,
        s.final AS final_bool, s.device AS serial, s.pos, s.lane, {_unit_name(agg)} AS unit
-FROM shown s
+FROM (SELECT *, CASE WHEN NOT final THEN {why_sql("failing_checks", "reasons")} END AS why FROM shown) s
 """
 
 
@@ -138,13 +144,15 @@ def _since(agg: Aggregation) -> SinceRow | None:
         return None
 
 
-def write_reports(agg: Aggregation, out_dir: Path) -> list[Path]:
-    """Write the four reports into `out_dir` (each refused if it already exists). Returns their paths."""
+def write_reports(agg: Aggregation, out_dir: Path, *, served_from: Path | None = None) -> list[Path]:
+    """Write the four reports into `out_dir` (each refused if it already exists). Returns their paths.
+
+    `served_from`: the folder the reports will be moved to (their links to the runs are relative to it)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     for name in REPORT_FILES:
         if (out_dir / name).exists():
             raise FarmError(f"{out_dir / name}: report already exists", hint="reports are never overwritten")
-    agg.data.run_paths = {d.name: Path(os.path.relpath(d, out_dir)).as_posix() for d in agg.run_dirs}
+    agg.data.run_paths = {d.name: Path(os.path.relpath(d, served_from or out_dir)).as_posix() for d in agg.run_dirs}
     agg.data.lane_sections = lane_sections(agg.run_dirs)
     if len(agg.run_dirs) == 1 and agg.data.since is None:
         agg.data.since = _since(agg)

@@ -15,9 +15,18 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from farm.errors import FarmError
 from farm.manifest import manifest_path
-from farm.results.columns import RECORD_COLUMNS, REPORT_READ, REPORT_SELECT, ReportColumn, report_type
+from farm.results.columns import (
+    RECORD_BOUNDS,
+    RECORD_COLUMNS,
+    REPORT_READ,
+    REPORT_SELECT,
+    Bound,
+    Number,
+    ReportColumn,
+    report_type,
+)
 from farm.results.damage import Damage, find_damage
-from farm.results.record import MAX_COST_USD, MAX_COUNT, MAX_MS, MAX_TOKENS, Record
+from farm.results.record import Record
 from farm.results.store import RECORDS_FILE, is_run_dir
 
 if TYPE_CHECKING:
@@ -36,23 +45,43 @@ def run_dirs_under(runs_dir: Path) -> list[Path]:
     return sorted(d for d in runs_dir.iterdir() if is_run_dir(d))
 
 
-# Tokens are read as JSON first: a count too big for a BIGINT would otherwise read as an unknown (NULL) count.
-_BOUNDED = {"tokens": "JSON", "metrics": RECORD_COLUMNS["metrics"],
-            "cost_usd": "DOUBLE", "attempt": "BIGINT", "repeat": "BIGINT", "steps": "BIGINT"}
+# Fields read as JSON first, their members checked through a DOUBLE: a count too big for a BIGINT would otherwise
+# read as an unknown (NULL) count. `Record` always writes its tokens, so a line without them is damaged too.
+_READ_AS_JSON = ("tokens",)
+
+
+def _sql_number(value: Number) -> str:
+    """A bound as a SQL literal: integral values without a decimal point (`1e11` → `100000000000`)."""
+    return str(int(value)) if float(value).is_integer() and abs(value) < 2**63 else repr(float(value))
+
+
+def _bound_check(bound: Bound) -> str:
+    """`bound` in SQL; a null (unknown) value is checked as `bound.default`, which is inside the range."""
+    head, *rest = bound.path
+    if head in _READ_AS_JSON:
+        value = f"TRY_CAST({head}->>'$.{'.'.join(rest)}' AS DOUBLE)" if rest else f"TRY_CAST({head} AS DOUBLE)"
+    else:
+        value = bound.name
+    value = f"coalesce({value}, {_sql_number(bound.default)})"
+    lower, upper = bound.lower, bound.upper
+    if lower is not None and upper is not None:
+        return f"{value} BETWEEN {_sql_number(lower)} AND {_sql_number(upper)}"
+    if lower is not None:
+        return f"{value} >= {_sql_number(lower)}"
+    return f"{value} <= {_sql_number(bound.default)}"  # no lower bound: the default is the upper one
+
+
+_BOUNDED = {
+    **{name: "JSON" for name in _READ_AS_JSON},
+    **{b.path[0]: RECORD_COLUMNS[b.path[0]] for b in RECORD_BOUNDS if b.path[0] not in _READ_AS_JSON},
+}
+"""The fields every read reads to check the bounds, and the type they are read as."""
 _IN_BOUNDS = " AND ".join([
-    "tokens IS NOT NULL",  # `Record` always writes its tokens
-    *(f"coalesce(TRY_CAST(tokens->>'$.{k}' AS DOUBLE), 0) BETWEEN 0 AND {MAX_TOKENS}"
-      for k in ("input_new", "cache_read", "cache_write", "output")),
-    *(f"coalesce(metrics.{k}, 0) BETWEEN 0 AND {MAX_MS:.0f}" for k in ("first_feedback_ms", "model_ms",
-                                                                      "screen_read_ms", "action_ms", "other_ms",
-                                                                      "total_ms")),
-    f"coalesce(metrics.round_trips, 0) BETWEEN 0 AND {MAX_COUNT}",
-    f"coalesce(cost_usd, 0) BETWEEN 0 AND {MAX_COST_USD:.0f}",
-    f"coalesce(attempt, 1) BETWEEN 1 AND {MAX_COUNT}",
-    f"coalesce(repeat, 1) BETWEEN 1 AND {MAX_COUNT}",
-    f"coalesce(steps, 0) BETWEEN 0 AND {MAX_COUNT}",
+    *(f"{name} IS NOT NULL" for name in _READ_AS_JSON),
+    *(_bound_check(b) for b in RECORD_BOUNDS),
 ])
-"""`Record`'s range bounds in SQL: a line outside them is a damaged line here too, as the Python reader has it."""
+"""`Record`'s range bounds in SQL (`RECORD_BOUNDS`, derived from the fields' declared constraints): a line
+outside them is a damaged line here too, as the Python reader has it."""
 
 
 def _json_source(files: Sequence[str], columns: dict[str, str]) -> str:
@@ -175,7 +204,7 @@ ORDER = "run, task_id, device, instance, repeat, lane, attempt"
 
 CACHE_DIR = ".cache"
 CACHE_FILE = "records.duckdb"
-CACHE_FORMAT = 6
+CACHE_FORMAT = 7
 """Bump when REPORT_SELECT or the stamp changes: older caches are then rebuilt."""
 CACHE_MIN_BYTES = 16 << 20
 """Record files smaller than this are parsed every time (it is fast) and get no cache."""

@@ -17,7 +17,7 @@ from farm.android.executor import ExecutorName, ExecutorOutcome
 from farm.android.options import RunOptions
 from farm.android.pull import PullLimits, pull_tree
 from farm.results.record import Execution, Record
-from farm.results.store import RunStore
+from farm.results.store import ReadProblems, RunStore
 from farm.sweep.journal import Journal, Lease
 from farm.sweep.runner import Fleet
 from farm.sweep.unit_run import BATCH_FILE, read_batch_file, score_units
@@ -74,3 +74,24 @@ def collect_leased(
                            reason="collected on resume")
             found.append(result.record)
     return Collected(found, refused)
+
+
+def reconcile(journal: Journal, run_dir: Path) -> int:
+    """Units whose final record is in records.jsonl but whose journal entry is not final (a crash between the
+    two): they end as their record says, so no unit ever gets a second final record. Returns how many.
+
+    Only final tries write records (a try that failed for an infrastructure reason and was queued again
+    writes none), so any record naming a unit is that unit's final record.
+    """
+    written: dict[str, Record] = {}
+    for rec in RunStore(run_dir).iter_records(ReadProblems()):
+        unit = rec.extra.get("unit")
+        if isinstance(unit, str):
+            written[unit] = rec
+    found = 0
+    for row in journal.units():
+        final = written.get(row.unit_id)
+        if final is not None and row.state in ("pending", "leased"):
+            journal.mark_recorded(row.unit_id, final.device, final.outcome, final.passed)
+            found += 1
+    return found

@@ -20,11 +20,11 @@ from pathlib import Path
 
 from farm.android import devices, health
 from farm.android.executor import Executor, NullProgress, ProgressSink, ResolvedTask
-from farm.android.health import phone_labels
 from farm.android.options import RunOptions
 from farm.android.prepare import PhoneFacts, Resolver, installed_packages, prepare, signed_in
 from farm.config import FarmConfig
 from farm.errors import FarmError
+from farm.phone_name import caption
 from farm.results.record import Execution, Record
 from farm.results.store import RunStore
 from farm.sweep.journal import Journal, Lease
@@ -49,6 +49,13 @@ class Fleet:
     """adb servers that did not answer (`host:port: why`)."""
     duplicates: list[str] = field(default_factory=list)
     """Serials listed by more than one adb server, and what was made of them (one phone, or several named apart)."""
+
+    def caption(self, serial: str) -> str:
+        """`<name> (<serial> on <adb server>)`: the phone as the per-phone lines and progress bars show it."""
+        h = next((h for h in self.healths if h.serial == serial), None)
+        slot = self.slots.get(serial)
+        name = slot.label if slot is not None else (h.name if h is not None and h.name else serial)
+        return caption(name, serial, h.server if h is not None else "")
 
 
 def hardware_id(phone: devices.FoundPhone) -> str | None:
@@ -92,6 +99,12 @@ def _unique(
     return out
 
 
+def named_phones(cfg: FarmConfig) -> list[devices.FoundPhone]:
+    """Every phone on every adb server, with the serial a run gives it (`<serial>@<host:port>` for different phones
+    that two servers list under one serial)."""
+    return _unique(devices.discover(cfg), [])
+
+
 def gather_fleet(
     cfg: FarmConfig, req: SweepRequest, opts: RunOptions, tasks: list[LoadedTask], run_id: str,
     only: set[str] | None = None,
@@ -111,7 +124,7 @@ def gather_fleet(
     gate = opts.profile if req.executor == "instrument" else None
     with ThreadPoolExecutor(max_workers=max(1, min(16, len(found)))) as pool:
         fleet.healths = list(pool.map(lambda p: health.check(p, cfg.health, gate), found))
-    labels = phone_labels(fleet.healths)
+    health.name_phones(fleet.healths, cfg.phone_labels)
     catalogue = load_catalogue(req.probes_dir)
 
     def resolve(phone: devices.FoundPhone) -> tuple[PhoneSlot, PhonePlan] | None:
@@ -129,7 +142,8 @@ def gather_fleet(
         resolved: dict[str, ResolvedTask] = {t.id: t for t in prepared.tasks}
         model = next((h.model for h in fleet.healths if h.serial == phone.serial), None)
         plan = PhonePlan(phone.serial, model, frozenset(resolved), {lt.task.id: why for lt, why in prepared.skipped})
-        return PhoneSlot(phone.serial, labels[phone.serial], device, resolved), plan
+        name = next(h.name for h in fleet.healths if h.serial == phone.serial) or phone.serial
+        return PhoneSlot(phone.serial, name, device, resolved), plan
 
     healthy = [p for p, h in zip(found, fleet.healths, strict=True) if h.ok]
     with ThreadPoolExecutor(max_workers=max(1, min(16, len(healthy)))) as pool:
@@ -190,7 +204,7 @@ class Dispatcher:
         back = self.refresh(waiting)
         for serial, slot in back.slots.items():
             known = self.fleet.slots.get(serial)
-            # Keep the label the phone had (labels number phones of a model across the whole fleet).
+            # Keep the name the phone had (a name two phones would share is made apart over the whole fleet).
             self.fleet.slots[serial] = replace(slot, label=known.label) if known else slot
             self.journal.add_phone(serial, "", None)
             self.notes.append(f"{self.fleet.slots[serial].label}: re-admitted after a health check")

@@ -9,17 +9,20 @@ import os
 import sys
 import threading
 import time
+from collections import Counter
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from pydantic import JsonValue
 
 from farm import manifest as mf
 from farm.android.executor import Executor, ProgressSink, load_executor
 from farm.android.health import PhoneHealth
 from farm.android.options import AgentOptions, HostSettings, RunOptions
 from farm.android.phone_records import skip_record
-from farm.android.progress import PhoneProgress, make_progress
+from farm.android.progress import PhoneProgress, make_progress, record_line, say
 from farm.config import load_config
 from farm.errors import FarmError
 from farm.names import check_name
@@ -33,11 +36,11 @@ from farm.sweep.journal import Journal, UnitRow, is_complete
 from farm.sweep.lock import farm_lock, lock_path
 from farm.sweep.plan import history_estimates, plan_units
 from farm.sweep.request import SweepRequest, exit_status
-from farm.sweep.resume_collect import STOPPED, collect_leased
+from farm.sweep.resume_collect import STOPPED, collect_leased, reconcile
 from farm.sweep.runner import Dispatcher, Fleet, gather_fleet
 from farm.sweep.unit_run import summary_sources
 from farm.taskset.loader import LoadedTask
-from farm.taskset.rules import select_valid_tasks
+from farm.taskset.rules import select_valid_tasks, set_wide_note
 from farm.taskset.select import TaskSelection
 
 if TYPE_CHECKING:
@@ -64,6 +67,8 @@ class SweepResult:
     """Each phone that ran units, with its records (for a per-phone headline)."""
     left_out: list[PhoneHealth] = field(default_factory=list)
     """Phones the health gate refused, with the reason."""
+    headline: str = ""
+    """The run's headline in words, as its report (`runs/<id>/report.md`) shows it."""
 
 
 @dataclass
@@ -72,12 +77,13 @@ class PhoneRecords:
 
     serial: str
     label: str
+    """`<name> (<serial> on <adb server>)` (`farm.phone_name.caption`)."""
     records: list[Record]
 
 
 def _say(req: SweepRequest, text: str) -> None:
     if req.show_progress:
-        print(text, file=sys.stderr, flush=True)
+        say(text)
 
 
 def _default_run_id(req: SweepRequest, tasks: list[LoadedTask]) -> str:
@@ -176,17 +182,23 @@ class Sweep:
         earlier = [d for d in self.runs_dir.iterdir() if is_run_dir(d)] if self.runs_dir.is_dir() else []
         units, skips = plan_units([t.task.id for t in tasks], fleet.plans, spread=req.spread, repeats=req.repeats,
                                   estimates=history_estimates(earlier))
+        set_wide = set_wide_note(self.tasks_dir)  # a small set runs, but its coverage gaps are named
+        if set_wide:
+            print(f"warning: {set_wide}", file=sys.stderr, flush=True)
         manifest = mf.Manifest(
             run_id=run_id, created_at=mf.utc_now(), command=req.command, code=mf.code_fingerprint(),
             config=mf.redact(self.cfg.model_dump(mode="json")), label=req.label,
             tasks=[mf.TaskEntry(id=t.task.id, sha256=t.sha256) for t in tasks],
             phones=_phone_entries(fleet),
-            notes=[f"adb server unreachable: {u}" for u in fleet.unreachable] + fleet.duplicates,
+            notes=[f"adb server unreachable: {u}" for u in fleet.unreachable] + fleet.duplicates
+            + ([set_wide] if set_wide else []),
         )
         entry = mf.LaneEntry(lane="android", outputs=[RECORDS_FILE], detail={
             "kind": req.kind, "spread": req.spread, "repeats": req.repeats, "executor": req.executor,
             "split": req.agent.split, "set": req.agent.set_prefix, "profile": opts.profile_name,
             "allow_irreversible": req.agent.allow_irreversible, "request": json.loads(_request_json(req)),
+            # Every planned unit is in the headline's denominator, those a stop left without a record too.
+            "planned_units": _planned_units(tasks, [u.task_id for u in units] + [s.task_id for s in skips]),
         })
         store, created = RunStore.join(self.runs_dir, run_id, entry, new=lambda: manifest)
         run_dir = store.run_dir
@@ -301,13 +313,23 @@ class Sweep:
         total = sum(journal.counts().values())
         bars = make_progress(req.show_progress and req.kind == "run")
 
+        c = journal.counts()
+        # Units finished before (a resume): the first record now is the next one, so lines count 1…N.
+        finished = [c["done"] + c["unfinished"]]
+        counting = threading.Lock()
+
         def on_record(rec: Record) -> None:
+            # Called from each phone's worker once its unit's record is written (a unit has one final record).
             if bars is not None:
+                sink = sinks.get(rec.device)
+                if isinstance(sink, PhoneProgress):
+                    sink.recorded(rec)
                 return
-            c = journal.counts()
-            _say(req, f"[{c['done'] + c['unfinished']}/{total}] {rec.task_id} r{rec.repeat} on "
-                      f"{fleet.slots[rec.device].label if rec.device in fleet.slots else rec.device}: "
-                      f"{'passed' if rec.passed else rec.outcome}")
+            with counting:
+                finished[0] += 1
+                done = finished[0]
+            _say(req, record_line(done, total, rec,
+                                  fleet.slots[rec.device].label if rec.device in fleet.slots else rec.device))
 
         def refresh(serials: set[str]) -> Fleet:
             return gather_fleet(self.cfg, req, opts, tasks, run_id, only=serials)
@@ -315,8 +337,7 @@ class Sweep:
         def stopping(name: str) -> None:
             # Said even with --quiet: the user asked for the stop and needs the way back.
             noun = "tasks" if req.kind == "run" else "units"
-            print(f"{name}: no new {noun}; running {noun} finish. Resume with: {req.resume_command(run_id)}",
-                  file=sys.stderr, flush=True)
+            say(f"{name}: no new {noun}; running {noun} finish. Resume with: {req.resume_command(run_id)}")
 
         sinks = _phone_bars(bars, journal, fleet, executor.name) if bars is not None else {}
         dispatcher = Dispatcher(journal, fleet, executor, opts, run_id=run_id, run_dir=run_dir,
@@ -352,8 +373,8 @@ class Sweep:
         journal_exhausted = journal.exhausted(self.req.max_tries)
         journal.close()
         from farm.lane_plugins import install as install_lane_plugins
-        from farm.report.build import build_reports
-        from farm.report.headline import headline
+        from farm.report.build import build
+        from farm.report.headline import headline, headline_text
 
         install_lane_plugins()
 
@@ -373,13 +394,13 @@ class Sweep:
         # The status first: the reports' headline reads it.
         mf.update(run_dir, change)
         links = self._history(run_id) if self.req.label and not interrupted else []
-        reports = build_reports([run_dir], include_holdout=self.req.agent.split != "tune",
-                                links=[f"{Path(os.path.relpath(p, run_dir)).as_posix()} (night over night)"
-                                       for p in links if p.suffix == ".md"])
+        built = build([run_dir], links=[f"{Path(os.path.relpath(p, run_dir)).as_posix()} (night over night)"
+                                        for p in links if p.suffix == ".md"])
+        reports = built.paths
         # The android lane's own numbers: a run it shares with other lanes keeps theirs out of its exit status.
         records = [r for r in RunStore(run_dir).iter_records(ReadProblems()) if r.lane == "android"]
         head = headline(records)
-        rate = head.rate
+        rate = built.data.overall.rate
         mf.update(run_dir, lambda m: setattr(_android_lane(m), "outputs", sorted(
             {*_android_lane(m).outputs, *(str(p.relative_to(run_dir)) for p in reports)})))
         if interrupted:
@@ -389,10 +410,11 @@ class Sweep:
         short = unfinished - journal_exhausted
         code = exit_status(unfinished=short, attempted=head.attempted, passed=head.passed, errors=head.errors,
                            fail_under=self.req.fail_under)
-        phones = [PhoneRecords(serial, slot.label, [r for r in records if r.device == serial])
+        phones = [PhoneRecords(serial, fleet.caption(serial), [r for r in records if r.device == serial])
                   for serial, slot in sorted(fleet.slots.items(), key=lambda kv: kv[1].label)]
         return SweepResult(run_id, run_dir, counts, interrupted, code, reports, quarantined, notes, rate, links,
-                           phones, [h for h in fleet.healths if not h.ok])
+                           phones, [h for h in fleet.healths if not h.ok],
+                           headline_text(built.data.overall, hidden_holdout=built.data.hidden_holdout_attempts))
 
     def _history(self, run_id: str) -> list[Path]:
         """`farm history` for this sweep's label, up to this night (its paths; none when it cannot be made)."""
@@ -422,6 +444,13 @@ class Sweep:
                                                                           "extra": {"unit": unit.unit_id}})
 
 
+def _planned_units(tasks: list[LoadedTask], unit_tasks: list[str]) -> dict[str, JsonValue]:
+    """Planned units per pool (`tune`, `holdout`)."""
+    partition = {t.task.id: t.task.partition or "tune" for t in tasks}
+    counts = Counter(partition[task_id] for task_id in unit_tasks)
+    return {str(part): n for part, n in counts.items()}
+
+
 def _android_lane(manifest: mf.Manifest) -> mf.LaneEntry:
     return next(e for e in manifest.lanes if e.lane == "android")
 
@@ -440,7 +469,7 @@ def _adopt(into: mf.Manifest, planned: mf.Manifest, *, existing: bool) -> None:
 
 def _phone_entries(fleet: Fleet) -> list[mf.PhoneEntry]:
     return [
-        mf.PhoneEntry(serial=h.serial, adb_server=h.server, model=h.model, android=h.android,
+        mf.PhoneEntry(serial=h.serial, adb_server=h.server, name=h.name, model=h.model, android=h.android,
                       agent_version=h.agent_version, status="used" if h.ok else "left_out", reason=h.reason)
         for h in fleet.healths
     ]
@@ -451,7 +480,7 @@ def _phone_bars(bars: Progress, journal: Journal, fleet: Fleet, executor: str) -
     pinned: dict[str, int] = {}
     for unit in journal.units():
         pinned[unit.pin or ""] = pinned.get(unit.pin or "", 0) + 1
-    return {serial: PhoneProgress(bars, slot.label, pinned.get(serial, 0), claimed=executor == "instrument")
+    return {serial: PhoneProgress(bars, fleet.caption(serial), pinned.get(serial, 0), claimed=executor == "instrument")
             for serial, slot in sorted(fleet.slots.items(), key=lambda kv: kv[1].label)}
 
 
@@ -478,27 +507,6 @@ def _request_from(text: str, given: SweepRequest) -> SweepRequest:
         config=given.config, probes_dir=given.probes_dir, idle_timeout_s=given.idle_timeout_s,
         command=given.command, show_progress=given.show_progress, recheck_s=given.recheck_s,
     )
-
-
-def reconcile(journal: Journal, run_dir: Path) -> int:
-    """Units whose final record is in records.jsonl but whose journal entry is not final (a crash between the
-    two): they end as their record says, so no unit ever gets a second final record. Returns how many.
-
-    Only final tries write records (a try that failed for an infrastructure reason and was queued again
-    writes none), so any record naming a unit is that unit's final record.
-    """
-    written: dict[str, Record] = {}
-    for rec in RunStore(run_dir).iter_records(ReadProblems()):
-        unit = rec.extra.get("unit")
-        if isinstance(unit, str):
-            written[unit] = rec
-    found = 0
-    for row in journal.units():
-        final = written.get(row.unit_id)
-        if final is not None and row.state in ("pending", "leased"):
-            journal.mark_recorded(row.unit_id, final.device, final.outcome, final.passed)
-            found += 1
-    return found
 
 
 def sweep(req: SweepRequest) -> SweepResult:

@@ -55,6 +55,7 @@ __all__ = [
     "holdout_bounds",
     "require_valid",
     "select_valid_tasks",
+    "set_wide_note",
 ]
 
 GROUP_HOME = {"pair": "skills", "session": "memory"}
@@ -260,6 +261,19 @@ def require_valid(root: Path, *, whole_set: bool = True) -> list[LoadedTask]:
     if violations:
         raise InvalidTaskSet(root, violations)
     return report.tasks
+
+
+def set_wide_note(root: Path) -> str | None:
+    """One line naming what `farm tasks check root` finds about the whole set (`SET_CODES`: directory minimums,
+    holdout shares), or None when the set keeps them. A run of a deliberately small set is not refused for
+    them (`require_valid(whole_set=False)`), but says so on stderr and in its manifest notes: its numbers
+    come from a set that breaks seed 003's coverage or stratification."""
+    found = [v for v in check_tasks(root).violations if v.code in SET_CODES]
+    if not found:
+        return None
+    shown = "; ".join(v.rule for v in found[:SHOWN])
+    more = f" (+{len(found) - SHOWN} more)" if len(found) > SHOWN else ""
+    return f"task set {root}: {len(found)} set-wide violation(s) (farm tasks check {root} lists them): {shown}{more}"
 
 
 def select_valid_tasks(

@@ -16,7 +16,7 @@ from farm.taskset.capabilities import Capability
 from farm.taskset.card_rules import check_irreversible
 from farm.taskset.layout import DIRECTORY_KIND, MINIMUMS, group_of
 from farm.taskset.loader import SPECIAL_SETS, LoadedTask
-from farm.taskset.model import AskedUser, ProbeHas, ScreenHas, Task
+from farm.taskset.model import AnswerRegex, AskedUser, Check, ProbeHas, ScreenHas, Task
 from farm.taskset.probes import ProbeSpec, split_key
 from farm.taskset.violations import ViolationLog
 
@@ -68,6 +68,39 @@ BUILTIN_PACKAGES: dict[str, str] = {
 The capability table resolves apps by intent and lists no packages, so this short list names the
 common builds; seed 003 wants these apps written `{app:<capability>}` so a task runs on any phone.
 """
+
+
+ANY_ANSWERS = ("x", "0", "没有", "好的,已经完成了。", "The answer is 42.", "?", "无法完成")
+"""Answers with nothing in common: a pattern matching every one of them matches whatever the agent says."""
+UNSET_PROBE = "\x00probe\x00"
+"""What a `{probe:…}` stands for when a pattern is tried against `ANY_ANSWERS` (a value none of them holds)."""
+CAN_FAIL_FIX = {
+    "read": 'add {"type": "answer_contains", "text": …} or {"type": "answer_regex", "pattern": …} for a fixed '
+            'answer, {"type": "answer_grounded", "minItems": N} for one that varies',
+    "irreversible": 'add {"type": "confirmation_shows", "action": …, "target": …, "content"/"amount": …}',
+}
+"""How a task gets a check that can fail (seed 003's 怎么写题): an answer check, or the card check."""
+
+
+def matches_any_answer(check: AnswerRegex) -> bool:
+    r"""Whether an `answer_regex` matches every answer (`.*`, `.`, `\d*`…): such a check never fails."""
+    pattern = placeholders.substitute_all(check.pattern, re.escape(UNSET_PROBE))
+    try:
+        compiled = re.compile(pattern)
+    except re.error:
+        return False  # the schema refuses it with its own message
+    return all(compiled.search(answer) for answer in ANY_ANSWERS)
+
+
+def can_fail(check: Check) -> bool:
+    """Whether a check can fail on a wrong result. `asked_user` says whether the agent asked, not whether the task
+    got done; an `answer_regex` that matches every answer never fails. Every other check needs evidence (an
+    answer, a screen, a probe output, a card) that a wrong result lacks."""
+    if isinstance(check, AskedUser):
+        return False
+    if isinstance(check, AnswerRegex):
+        return not matches_any_answer(check)
+    return True
 
 
 def _text_fields(task: Task) -> list[tuple[str, str]]:
@@ -126,6 +159,7 @@ class TaskRules(ViolationLog):
         self.write(lt)
         check_irreversible(self, lt)
         self.asks(lt)
+        self.can_fail(lt)
         self.local_paths(lt)
         self.builtin(lt)
         self.requires(lt)
@@ -237,6 +271,36 @@ class TaskRules(ViolationLog):
         if any(isinstance(c, AskedUser) and c.expected for c in t.checks) and not t.answers:
             self.add(p, "answers", "answers", "task expects the agent to ask but has no answers",
                      'add "answers": {"<word in the question>": "<reply>"}')
+
+    def can_fail(self, lt: LoadedTask) -> None:
+        """A task that expects `succeeded` or `confirmation` has a check that can fail; otherwise any answer (any
+        card) passes. `failed` (the agent must say it cannot be done) and `takeover` (the hand-over is judged)
+        need none. Write and irreversible tasks have their own rule for it (`marker-checked`,
+        `irreversible-card`: a marker or card check, which can fail); an `answer_regex` that matches every
+        answer beside other checks is named in any task (`always-passes`)."""
+        t, p = lt.task, lt.path
+        for i, check in enumerate(t.checks):
+            if isinstance(check, AnswerRegex) and matches_any_answer(check) and any(can_fail(c) for c in t.checks):
+                self.add(p, f"checks[{i}].pattern", "always-passes",
+                         f"answer_regex {check.pattern!r} matches every answer, so this check never fails",
+                         "write the pattern of the expected answer, or drop the check")
+        # In a directory of one kind, that kind decides (a wrong category or expect has its own rule).
+        category, expect = DIRECTORY_KIND.get(group_of(lt.directory) or "", (t.category, t.expect))
+        if t.expect not in ("succeeded", "confirmation") or expect != t.expect or category in ("write", "irreversible"):
+            return
+        if any(can_fail(c) for c in t.checks):
+            return
+        fix = CAN_FAIL_FIX["irreversible" if t.expect == "confirmation" else "read"]
+        if not t.checks:
+            self.add(p, "checks", "can-fail", f"expect {t.expect!r} with no checks: any answer passes", fix)
+            return
+        why = "; ".join(
+            f"checks[{i}] {c.type} " + ("matches every answer" if isinstance(c, AnswerRegex) else "does not check "
+                                        "the result")
+            for i, c in enumerate(t.checks)
+        )
+        self.add(p, "checks", "can-fail", f"expect {t.expect!r} but no check can fail ({why}): any answer passes",
+                 fix)
 
     def requires(self, lt: LoadedTask) -> None:
         t, p = lt.task, lt.path

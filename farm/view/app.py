@@ -17,6 +17,7 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Resp
 from jinja2 import Environment, FileSystemLoader
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
+from farm.report.why import record_why
 from farm.view.files import REPORT_NAME, Refused, exists, inside, list_dir, media_type, run_dir_of
 from farm.view.runs import list_runs
 from farm.view.trajectory import load_trajectory
@@ -40,6 +41,7 @@ def _env() -> Environment:
     env.filters["ms"] = fmt_ms
     env.filters["pct"] = lambda v: "–" if v is None else f"{v * 100:.1f}%"
     env.globals["path_url"] = path_url
+    env.globals["why"] = record_why  # why a unit did not pass: its failing checks, then its reasons
     return env
 
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from farm import manifest as mf
 from farm.errors import FarmError
-from farm.report.headline import headline, headline_text
+from farm.report.headline import headline, headline_text, read_headline
 from farm.report.model import RateRow
 from farm.results.store import RECORDS_FILE
 from farm.view.files import REPORT_NAME, Refused, exists, run_dir_of
@@ -107,8 +107,10 @@ def summarise(runs_dir: Path, run: str) -> RunSummary:
             summary.problems.extend(units.problems)
             if summary.state == "ok":
                 summary.state = "damaged" if records else "unreadable"
-        summary.headline = headline(records)
-        summary.headline_text = headline_text(summary.headline)
+        # The headline the run's current report shows; a run with no report yet is counted the same way.
+        written = read_headline(run_dir)
+        summary.headline = written.overall if written is not None else headline(records)
+        summary.headline_text = written.text if written is not None else headline_text(summary.headline)
         if not summary.phones:
             summary.phones = sorted({r.device for r in records})
     else:

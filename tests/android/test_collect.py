@@ -42,8 +42,10 @@ def test_two_phones_pulled_into_one_run_are_both_in_the_manifest_and_report(virt
     manifest = json.loads((tmp_path / "nightly" / "manifest.json").read_text())
     assert sorted(p["serial"] for p in manifest["phones"]) == sorted(p.serial for p in phones)
     assert {p["agent_version"] for p in manifest["phones"]} == {"0.9.0"}
+    names = {p.serial: f"Pixel 7 · {p.serial.rpartition(':')[2]}" for p in phones}
+    assert {p["serial"]: p["name"] for p in manifest["phones"]} == names
     md = build_reports([tmp_path / "nightly"])[0].read_text(encoding="utf-8")
-    assert "| Pixel 7 #1 | 1 |" in md and "| Pixel 7 #2 | 1 |" in md
+    assert all(f"| {name} | 1 |" in md for name in names.values())
     assert "| all | 2 | 1 | 0 | 50.0% |" in md
 
 

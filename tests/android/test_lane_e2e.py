@@ -96,9 +96,9 @@ def test_two_phones_report_numbers_equal_a_recomputation_from_raw_scores(virtual
         assert cats[cat][:2] == [str(a), str(p)]
     assert cats["irreversible"][:2] == ["0", "0"]
     by_phone = _table(md, "By phone")
-    for n, serial in enumerate(sorted(per_phone), start=1):
+    for serial in sorted(per_phone):
         a, p = per_phone[serial]
-        assert by_phone[f"Pixel 7 #{n}"][:4] == [str(a), str(p), "0", _pct(p / a)]
+        assert by_phone[f"Pixel 7 · {serial.rpartition(':')[2]}"][:4] == [str(a), str(p), "0", _pct(p / a)]
     known_in = [t for t in tokens_in if t is not None]
     assert _table(md, "Tokens and cost")["input_new"][1:] == [str(len(known_in)), str(len(tokens_in) - len(known_in))]
     assert _table(md, "Tokens and cost")["input_new"][0].startswith(f"{sum(known_in):,.0f}")
@@ -122,7 +122,7 @@ def test_two_phones_report_numbers_equal_a_recomputation_from_raw_scores(virtual
     skipped = _table(md, "Skipped (2)")
     assert skipped["irrev-send"][1].startswith("irreversible task not allowed")
     for phone in phones:
-        assert phone.serial not in md
+        assert md.count(phone.serial) == 1  # in the Phones table, with its adb server; elsewhere by name
     records = read_records(run_dir / "records.jsonl")
     assert len(records) == 2 * TUNE and all(r.execution == "simulated" for r in records)
     manifest = json.loads((run_dir / "manifest.json").read_text())
@@ -250,7 +250,7 @@ def test_hostile_names_are_refused_and_nothing_is_written_outside_runs(virtual_f
     assert re.search(r"scores\.jsonl:3: .*tokens", run_notes)
     assert re.search(r"scores\.jsonl:4: invalid JSON", run_notes) and "'scores.jsonl:4'" not in run_notes
     assert "=HYPERLINK" not in (result.run_dir / "scores.csv").read_text(encoding="utf-8")
-    assert result.phones[0].serial not in md
+    assert md.count(result.phones[0].serial) == 1  # in the Phones table only (notes name the phone)
     html = (result.run_dir / "report.html").read_text(encoding="utf-8")
     assert "etc-link" in html.split("Run notes", 1)[1]
 
@@ -320,8 +320,11 @@ def test_unhealthy_phone_is_left_out_with_its_reason_in_the_manifest(virtual_far
     assert phones[good.serial]["status"] == "used"
     md = (result.run_dir / "report.md").read_text(encoding="utf-8")
     section = md.split("## Phones left out (1)\n", 1)[1].split("\n## ", 1)[0]
-    assert re.search(r"\| r-health \| Pixel 7 #\d \| battery 5% &lt; 20% and not charging \|", section)
-    assert low.serial not in md and good.serial not in md
+    low_name = f"Pixel 7 · {low.serial.rpartition(':')[2]}"
+    assert f"| r-health | {low_name} | battery 5% &lt; 20% and not charging |" in section
+    # The serials are in the Phones table, with the adb server; nowhere else.
+    assert md.count(low.serial) == md.count(good.serial) == 1
+    assert re.search(rf"\| {low_name} \| {re.escape(low.serial)} \| 127\.0\.0\.1:\d+ \| Pixel 7 \|", md)
 
 
 def test_phones_on_a_second_adb_server_listed_in_farm_yaml_are_used(virtual_farm, tmp_path: Path) -> None:
@@ -396,3 +399,53 @@ def test_the_phones_own_pass_without_evidence_is_not_counted(virtual_farm, tmp_p
     for rec in records.values():
         if rec.outcome not in ("skipped", "error"):
             assert rec.device_verdict is not None and rec.end_reason is not None
+
+
+def test_a_failed_check_is_why_everywhere_and_progress_lines_say_the_verdict(
+    virtual_farm, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The default (instrument) executor: the failing check's own words — not only `expected succeeded, got
+    failed` — reach report.md, junit.xml and scores.csv; the line per unit says the verdict, counting 1…N."""
+    import csv
+    import io
+    import xml.etree.ElementTree as ET
+
+    virtual_farm(2)
+    wrong = {"id": "calc-wrong", "goal": "用手机自带的计算器算 2+3,告诉我结果", "apps": ["{app:calculator}"],
+             "category": "read", "partition": "tune", "requires": ["app:calculator"], "expect": "succeeded",
+             "checks": [{"type": "answer_regex", "pattern": "56,?088"}]}
+    right = {"id": "imp-time-machine", "goal": "打开手机上的时光机 App,把时间调回昨天", "category": "impossible",
+             "partition": "tune", "expect": "failed", "checks": [{"type": "answer_contains", "text": "没有"}]}
+    write_tasks(tmp_path / "tasks", [("read/content", wrong), ("impossible", right)])
+    result = run(_request(tmp_path, run_id="r-why", show_progress=True))
+    run_dir = result.run_dir
+    records = read_records(run_dir / "records.jsonl")
+    assert len(records) == 4 and all(r.outcome not in ("error", "skipped") for r in records)
+    failed = [r for r in records if r.task_id == "calc-wrong"]
+    assert len(failed) == 2 and not any(r.passed for r in failed)
+    # The failing check's own words, as the record has them (not the first reason, `expected …, got failed`).
+    said = {r.device: next(f"{c.type}: {' '.join(c.detail.split())}" for c in r.checks if c.passed is False)
+            for r in failed}
+    assert all(text.startswith("answer_regex: ") for text in said.values())
+    not_passed = [r for r in records if not r.passed]
+    md = (run_dir / "report.md").read_text(encoding="utf-8")
+    by_task = md.split(f"## Not passed ({len(not_passed)})\n", 1)[1].split("\n## ", 1)[0]
+    (row,) = [ln for ln in by_task.splitlines() if "| calc-wrong |" in ln]
+    assert "| 2 of 2 |" in row and all(text[:40] in row for text in said.values())
+    units = md.split(f"## Not passed, unit by unit ({len(not_passed)})\n", 1)[1].split("\n## ", 1)[0]
+    assert all(text[:40] in units for text in said.values())
+    root = ET.parse(run_dir / "junit.xml").getroot()
+    failures = {c.get("classname"): c.find("failure") for c in root.iter("testcase") if c.get("name") == "calc-wrong"}
+    assert len(failures) == 2
+    messages = sorted((f.get("message") or "")[:40] for f in failures.values() if f is not None)
+    assert messages == sorted(text[:40] for text in said.values())
+    for f in failures.values():
+        assert f is not None and f.text is not None and "expected succeeded, got failed" in f.text
+    rows = list(csv.DictReader(io.StringIO((run_dir / "scores.csv").read_text(encoding="utf-8-sig"))))
+    assert sorted(r["failing_checks"][:40] for r in rows if r["task_id"] == "calc-wrong") == sorted(
+        text[:40] for text in said.values())
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if re.match(r"\[\d+/\d+\] ", ln)]
+    assert [ln.split("]", 1)[0] for ln in lines] == ["[1/4", "[2/4", "[3/4", "[4/4"]
+    verdicts = sorted((ln.split("] ", 1)[1].split(" ", 1)[0], ln.split(": ", 1)[1].split(" ")[0]) for ln in lines)
+    assert verdicts == sorted((r.task_id, "passed" if r.passed else "failed") for r in records)
+    assert all(any(text[:40] in ln for text in said.values()) for ln in lines if "calc-wrong" in ln)

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from farm.android.progress import PhoneProgress, make_progress
+from tests.helpers.records import record
 
 
 def test_no_bars_when_stderr_is_not_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -32,6 +33,7 @@ def test_bars_draw_on_stderr_at_a_terminal_and_never_on_stdout(monkeypatch: pyte
         bars.start()
         phone.task_started("calc-add")
         phone.task_finished("calc-add", "passed")
+        phone.recorded(record("calc-add"))
         bars.stop()
         terminal.flush()
         # A pty hands over what was written in pieces: read until it has been quiet for a moment.

@@ -112,3 +112,20 @@ def test_devices_json_lists_the_phone_with_its_health(virtual_farm: FarmFactory,
     listing = DeviceListing.model_validate(strict_json(proc.stdout))
     (row,) = [d for d in listing.devices if d.serial == phone.serial]
     assert (row.health, row.reason, row.model, row.battery, row.state) == ("ok", None, "Pixel 7", 80, "device")
+
+
+def test_devices_json_names_each_phone_with_its_adb_server_and_a_farm_yaml_label(
+    virtual_farm: FarmFactory, tmp_path: Path
+) -> None:
+    labelled, other = virtual_farm(2)
+    (tmp_path / "farm.yaml").write_text(f'phone_labels:\n  "{labelled.serial}": "Bench A"\n', encoding="utf-8")
+    port = os.environ["ANDROID_ADB_SERVER_PORT"]
+    proc = farm(tmp_path, "devices", "--json", ANDROID_ADB_SERVER_PORT=port)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    data = strict_json(proc.stdout)
+    assert isinstance(data, dict)
+    rows = {d["serial"]: (d["name"], d["server"]) for d in data["devices"]}
+    assert rows[labelled.serial] == ("Bench A", f"127.0.0.1:{port}")
+    assert rows[other.serial] == (f"Pixel 7 · {other.serial.rpartition(':')[2]}", f"127.0.0.1:{port}")
+    table = farm(tmp_path, "devices", ANDROID_ADB_SERVER_PORT=port).stdout
+    assert "Bench A" in table and f"127.0.0.1:{port}" in table

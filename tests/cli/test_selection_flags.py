@@ -59,7 +59,7 @@ def test_only_failed_from_lists_what_failed_or_errored_in_a_real_run(tmp_path: P
     proc = farm(tmp_path, "tasks", "list", "--tasks-dir", "t", "--only-failed-from", "r1")
     assert proc.returncode == 0, proc.stderr
     assert listed(proc.stdout) == ["calc-add", "notes-new"]
-    assert proc.stderr == "warning: --only-failed-from: 1 task(s) no longer in t: removed-since\n"
+    assert proc.stderr == "warning: --only-failed-from: 1 task(s) no longer in t (--tasks-dir): removed-since\n"
 
 
 def test_only_failed_from_a_run_that_does_not_exist_is_exit_2_naming_it(tmp_path: Path) -> None:

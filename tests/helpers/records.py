@@ -93,10 +93,12 @@ def evidence_path(lane: str, device: str, task_id: str) -> str:
 
 def write_run(
     runs: Any, run_id: str, records: list[Record], phones: list[tuple[str, str]] | None = None,
-    override_sources: list[tuple[str, str]] | None = None,
+    override_sources: list[tuple[str, str]] | None = None, servers: dict[str, str] | None = None,
+    names: dict[str, str] | None = None,
 ) -> Any:
     """A run directory with a manifest (phones: serial, model; override_sources: path, serial of the android
-    lane's named summary files) and records.jsonl."""
+    lane's named summary files; servers and names: serial → the adb server and the name discovery recorded,
+    none by default, as in a run recorded before names were) and records.jsonl."""
     from farm.manifest import LaneEntry, Manifest, OverrideSource, PhoneEntry, utc_now
     from farm.results.store import RECORDS_FILE, append_records
 
@@ -104,7 +106,8 @@ def write_run(
     manifest = Manifest(
         run_id=run_id,
         created_at=utc_now(),
-        phones=[PhoneEntry(serial=s, model=m) for s, m in (phones or [])],
+        phones=[PhoneEntry(serial=s, model=m, adb_server=(servers or {}).get(s, ""), name=(names or {}).get(s))
+                for s, m in (phones or [])],
         lanes=[LaneEntry(lane="android", override_sources=sources)] if sources else [],
     )
     run_dir = RunStore.create(runs, manifest).run_dir

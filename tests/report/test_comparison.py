@@ -55,10 +55,10 @@ def test_per_category_a_and_b_have_paired_intervals_and_mcnemar_p(tmp_path: Path
 def test_regressed_and_fixed_units_are_listed_by_task_and_phone(tmp_path: Path) -> None:
     c = _pair(tmp_path).comparison
     assert c is not None
-    assert [(r.task_id, r.device) for r in c.regressed] == [("r2", "Pixel 8 #1"), ("w1", "Pixel 8 #1"),
-                                                           ("w2", "Galaxy #1")]
+    assert [(r.task_id, r.device) for r in c.regressed] == [("r2", "Pixel 8 · SER1"), ("w1", "Pixel 8 · SER1"),
+                                                           ("w2", "Galaxy · SER2")]
     assert [(r.task_id, r.device, r.outcome_a, r.outcome_b) for r in c.fixed] == [
-        ("r3", "Galaxy #1", "failed", "succeeded")]
+        ("r3", "Galaxy · SER2", "failed", "succeeded")]
     assert (c.regressed_total, c.fixed_total) == (3, 1)
     # The reason shown is the failing side's.
     assert c.regressed[0].reason == "r2 failed in rb" and c.fixed[0].reason == "r3 failed in ra"
@@ -84,8 +84,8 @@ def test_every_per_run_list_names_its_run(tmp_path: Path) -> None:
     assert d.skipped_by_run == {"ra": 1, "rb": 1}
     md = render_markdown(d)
     skipped = md.split("## Skipped (2)", 1)[1]
-    assert skipped.index("### ra (A) (1)") < skipped.index("| skip-ra | Pixel 8 #1 | not on ra |")
-    assert skipped.index("### rb (B) (1)") < skipped.index("| skip-rb | Pixel 8 #1 | not on rb |")
+    assert skipped.index("### ra (A) (1)") < skipped.index("| skip-ra | Pixel 8 · SER1 | not on ra |")
+    assert skipped.index("### rb (B) (1)") < skipped.index("| skip-rb | Pixel 8 · SER1 | not on rb |")
     assert skipped.index("skip-ra") < skipped.index("### rb (B)")  # each list under its own run
     failures = md.split("## Not passed", 1)[1].split("\n## ", 1)[0]
     assert "| run | category |" in failures and "| rb (B) | read | " in failures and "| ra (A) | read | " in failures

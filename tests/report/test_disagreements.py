@@ -32,8 +32,8 @@ def test_phone_and_host_disagreements_are_listed(tmp_path: Path) -> None:
     rows = [(x.task_id, x.device, x.phone_outcome, x.phone_passed, x.host_outcome, x.host_passed, x.reason)
             for x in d.disagreements]
     assert rows == [
-        ("said-fail", "Pixel 8 #1", "failed", False, "succeeded", True, ""),
-        ("said-pass", "Pixel 8 #1", "succeeded", True, "failed", False, "answer lacks 56088"),
+        ("said-fail", "Pixel 8 · S1", "failed", False, "succeeded", True, ""),
+        ("said-pass", "Pixel 8 · S1", "succeeded", True, "failed", False, "answer lacks 56088"),
     ]
     assert d.disagreements_total == 2
 
@@ -43,7 +43,7 @@ def test_disagreements_show_in_markdown_and_html(tmp_path: Path) -> None:
     md = render_markdown(d)
     assert "Phone and host disagree on 2 attempts (listed below)." in md.split("## Overall")[0]
     assert "## Phone and host disagree (2)" in md
-    assert "| said-pass | Pixel 8 #1 | succeeded / pass | failed / fail | answer lacks 56088 |" in md
+    assert "| said-pass | Pixel 8 · S1 | succeeded / pass | failed / fail | answer lacks 56088 |" in md
     assert "| agree |" not in md.split("## Phone and host disagree")[1].split("\n## ")[0]
     html = render_html(d)
     assert '<td>succeeded / pass</td><td>failed / fail</td><td class="long">answer lacks 56088</td>' in html
@@ -72,4 +72,4 @@ def test_units_that_needed_more_than_one_try_are_listed(tmp_path: Path) -> None:
     data = aggregate([write_run(tmp_path, "r", recs)]).data
     assert data.retried_total == 2 and [(r.task_id, r.attempt) for r in data.retried] == [("a", 2), ("c", 3)]
     md = render_markdown(data)
-    assert "## Retried after infrastructure failures (2)" in md and "| c | device #1 | 3 | failed |" in md
+    assert "## Retried after infrastructure failures (2)" in md and "| c | device · SER1 | 3 | failed |" in md

@@ -48,8 +48,9 @@ def _tables(markdown: str) -> HtmlTables:
 
 def _row(tables: HtmlTables, first: str) -> list[str]:
     """The row whose first cell is `first`; for the Not passed table (category, failure category, task, phone,
-    outcome, reason, evidence) the row of task `first`, as task, phone, outcome, failure category, reason."""
-    failure = next((r for r in tables.rows if len(r) == 7 and r[2] == first), None)
+    outcome, reason, failing checks, evidence) the row of task `first`, as task, phone, outcome, failure category,
+    reason."""
+    failure = next((r for r in tables.rows if len(r) == 8 and r[2] == first), None)
     if failure is not None:
         return [failure[2], failure[3], failure[4], failure[1], failure[5]]
     return next(r for r in tables.rows if r and r[0] == first and not _grid_row(r))
@@ -85,7 +86,7 @@ def test_csv_formula_in_a_task_id_device_label_and_category_is_neutralised(tmp_p
     recs = [record("=1+2", run="r", device="SER1", category="@SUM(A1)", instance="-2+3")]
     rows = _csv_rows(_aggregate(tmp_path, recs, [("SER1", '=HYPERLINK("http://x","y")')]))
     assert (rows[0]["task_id"], rows[0]["category"], rows[0]["instance"]) == ("'=1+2", "'@SUM(A1)", "'-2+3")
-    assert rows[0]["device"] == "'=HYPERLINK(\"http://x\",\"y\") #1"
+    assert rows[0]["device"] == "'=HYPERLINK(\"http://x\",\"y\") · SER1"
 
 
 def test_csv_text_that_is_not_a_formula_is_written_as_it_is(tmp_path: Path) -> None:
@@ -121,7 +122,7 @@ def test_markdown_cells_keep_pipes_and_newlines_inside_the_cell(tmp_path: Path) 
             record("t2", run="r", passed=False, reasons=[NEWLINES])]
     md = render_markdown(_aggregate(tmp_path, recs).data)
     tables = _tables(md)
-    assert _row(tables, "t|1") == ["t|1", "Pixel 8 #1", "failed", "route|x", PIPES]
+    assert _row(tables, "t|1") == ["t|1", "Pixel 8 · SER1", "failed", "route|x", PIPES]
     assert _row(tables, "t2")[-1] == " ".join(NEWLINES.split())
     assert _rendered(md).count("<h1>") == 1  # the report's title; the reason's "# heading" stayed in its cell
 
@@ -133,7 +134,7 @@ def test_markdown_shows_links_images_and_html_as_text(tmp_path: Path) -> None:
     md = render_markdown(_aggregate(tmp_path, recs, [("SER1", "<img src=x onerror=alert(1)>")]).data)
     tables = _tables(md)
     assert tables.tags.isdisjoint({"a", "img", "script", "b"}) and tables.cell_tags == set()
-    label = "<img src=x onerror=alert(1)> #1"
+    label = "<img src=x onerror=alert(1)> · SER1"
     assert _row(tables, "t1") == ["t1", label, "failed", "", LINK]
     assert _row(tables, "t2")[-1] == IMAGE
     assert _row(tables, "t3") == ["t3", label, SCRIPT]
@@ -182,14 +183,14 @@ def test_html_report_escapes_phone_text(tmp_path: Path) -> None:
     recs = [record("t1", run="r", passed=False, reasons=[SCRIPT], failure_category="<b>x</b>")]
     page = render_html(_aggregate(tmp_path, recs, [("SER1", '"><img src=x>')]).data)
     assert "<script>alert" not in page and "<img src=x>" not in page and "<b>x</b>" not in page
-    assert escape(SCRIPT) in page and escape('"><img src=x> #1') in page
+    assert escape(SCRIPT) in page and escape('"><img src=x> · SER1') in page
 
 
 def test_junit_stays_well_formed_xml_with_controls_and_quotes_in_a_device_label(tmp_path: Path) -> None:
     recs = [record("t1", run="r", passed=False, reasons=["bad \x01 byte \ufffe <x> & \"q\""])]
     root = ET.fromstring(render_junit(_aggregate(tmp_path, recs, [("SER1", 'Pixel\x01 "8" <&>')])))
     suite = root.find("testsuite")
-    assert suite is not None and suite.get("name") == 'r Pixel "8" <&> #1'
+    assert suite is not None and suite.get("name") == 'r Pixel "8" <&> · SER1'
     failure = root.find(".//failure")
     assert failure is not None and failure.get("message") == 'bad  byte  <x> & "q"'
 

@@ -31,7 +31,7 @@ def _grid_run(tmp_path: Path) -> Path:
 def test_grid_cells_are_the_final_verdicts_per_phone_label(tmp_path: Path) -> None:
     g = aggregate([_grid_run(tmp_path)]).data.grid
     assert g is not None
-    assert g.phones == ["Galaxy #1", "Pixel 8 #1", "Pixel 8 #2"]  # labels, sorted; never serials
+    assert g.phones == ["Galaxy · SER-C", "Pixel 8 · SER-A", "Pixel 8 · SER-B"]  # stable names, sorted
     cells = {r.unit: r.cells for r in g.rows}
     assert cells == {
         "bad": [None, "fail", "pass"], "boom": ["error", None, None], "gone": [None, None, "skip"],
@@ -46,13 +46,12 @@ def test_grid_in_markdown_and_html_has_a_symbol_and_a_legend_not_only_a_colour(t
     d = aggregate([_grid_run(tmp_path)]).data
     md = render_markdown(d)
     section = md.split("## Task × phone grid", 1)[1].split("\n## ", 1)[0]
-    assert "| task | Galaxy #1 | Pixel 8 #1 | Pixel 8 #2 |" in section
+    assert "| task | Galaxy · SER-C | Pixel 8 · SER-A | Pixel 8 · SER-B |" in section
     assert "| bad |  | ✗ | ✓ |" in section and "| boom | ! |  |  |" in section and "| gone |  |  | ⊘ |" in section
     assert "✓ pass · ✗ fail · ⊘ skipped · ! infrastructure error" in section
     html = render_html(d)
     assert '<td class="v v-fail" title="fail">✗</td>' in html
     assert '<td class="v v-error" title="infrastructure error">!</td>' in html
-    assert "SER-A" not in md and "SER-A" not in html
 
 
 def test_grid_is_capped_to_the_rows_with_non_passes_first_and_says_how_many_are_left_out(
@@ -75,7 +74,7 @@ def test_grid_keeps_the_phones_with_the_most_non_passes_when_there_are_too_many(
             for s in ("SER-A", "SER-B", "SER-C") for t in ("x", "y")]
     d = aggregate([write_run(tmp_path, "r", recs, PHONES)]).data
     assert d.grid is not None
-    assert (d.grid.phones, d.grid.phones_left_out) == (["Galaxy #1", "Pixel 8 #1"], 1)
+    assert (d.grid.phones, d.grid.phones_left_out) == (["Galaxy · SER-C", "Pixel 8 · SER-A"], 1)
     assert "… 1 more phones not shown" in render_markdown(d)
 
 
@@ -105,8 +104,8 @@ def test_timeline_places_units_from_their_start_and_end_times(tmp_path: Path) ->
     assert t is not None
     assert (t.start, t.span_s, t.untimed) == ("2026-12-01T03:00:00Z", 30.0, 3)
     lanes = {lane.phone: [(b.label, b.start, b.end, b.verdict) for b in lane.bars] for lane in t.lanes}
-    assert lanes == {"Pixel 8 #1": [("a", 0.0, 10.0, "pass"), ("b", 20.0, 30.0, "fail")],
-                     "Pixel 8 #2": [("c", 5.0, 6.0, "error")]}
+    assert lanes == {"Pixel 8 · SER-A": [("a", 0.0, 10.0, "pass"), ("b", 20.0, 30.0, "fail")],
+                     "Pixel 8 · SER-B": [("c", 5.0, 6.0, "error")]}
 
 
 def test_no_times_no_timeline_section(tmp_path: Path) -> None:

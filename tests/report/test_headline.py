@@ -65,7 +65,7 @@ def test_headline_of_nothing_attempted_gives_no_rate() -> None:
 def test_the_per_phone_summary_equals_the_report_by_phone(tmp_path: Path) -> None:
     recs = _mixed()
     d = aggregate([write_run(tmp_path, "r", recs, PHONES)]).data
-    for serial, label in (("SER1", "Pixel 8 #1"), ("SER2", "Pixel 8 #2")):
+    for serial, label in (("SER1", "Pixel 8 · SER1"), ("SER2", "Pixel 8 · SER2")):
         mine = headline([r for r in recs if r.device == serial], label)
         assert mine == next(row for row in d.by_device if row.key == label)
     assert headline(recs) == d.overall
@@ -111,8 +111,9 @@ def test_the_progress_bar_counts_with_the_summary_labels() -> None:
     from farm.android.progress import PhoneProgress
 
     bar = PhoneProgress(None, "Pixel 8 #1", 4, skipped=1)
-    for task_id, status in (("a", "passed"), ("b", "failed"), ("c", "incomplete"), ("d", "ignored")):
-        bar.task_finished(task_id, status)  # type: ignore[arg-type]
+    for rec in (record("a"), record("b", passed=False), record("c", outcome="error", passed=False),
+                record("d", outcome="skipped", passed=False)):
+        bar.recorded(rec)
     assert bar.counts() == "passed 1 · failed 1 · skipped 2 · errors 1"
     assert bar.done == 5
 

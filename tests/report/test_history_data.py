@@ -45,7 +45,7 @@ def test_the_regression_says_what_passed_before_and_what_failed_now(tmp_path: Pa
     _three_nights(tmp_path)
     (reg,) = load_history(tmp_path, label="nightly").regressions
     assert (reg.before_passed, reg.before_failed, reg.after_passed, reg.after_failed) == (1, 0, 0, 1)
-    assert reg.phones == ["Galaxy S24 #1"]
+    assert reg.phones == ["Galaxy S24 · G1"]
     assert reg.reasons == ["failed"]
 
 
@@ -110,7 +110,7 @@ def test_an_infrastructure_error_is_not_a_regression_and_is_listed_apart(tmp_pat
     write_night(tmp_path, "b", night_records("b", {("t", "G1"): "error"}), day=2)
     h = load_history(tmp_path)
     assert h.regressions == [] and h.paired == 0
-    assert [(e.task_id, e.phone, e.reason) for e in h.errors] == [("t", "Galaxy S24 #1", "error on G1")]
+    assert [(e.task_id, e.phone, e.reason) for e in h.errors] == [("t", "Galaxy S24 · G1", "error on G1")]
     assert h.nights[-1].overall.errors == 1 and h.nights[-1].overall.attempted == 1
 
 
@@ -118,7 +118,7 @@ def test_an_error_beside_a_failure_of_the_same_model_still_lets_the_failure_coun
     write_night(tmp_path, "a", night_records("a", {("t", "P1"): True, ("t", "P2"): True}), day=1)
     write_night(tmp_path, "b", night_records("b", {("t", "P1"): "error", ("t", "P2"): False}), day=2)
     (reg,) = load_history(tmp_path).regressions
-    assert (reg.after_passed, reg.after_failed, reg.phones) == (0, 1, ["Pixel 8 #2"])
+    assert (reg.after_passed, reg.after_failed, reg.phones) == (0, 1, ["Pixel 8 · P2"])
 
 
 def test_a_retried_error_counts_its_latest_attempt_only(tmp_path: Path) -> None:
@@ -151,7 +151,7 @@ def test_two_phones_of_one_model_aggregate_as_one_pair(tmp_path: Path) -> None:
     h = load_history(tmp_path)
     assert h.paired == 1
     (reg,) = h.regressions
-    assert (reg.group, reg.after_failed, reg.phones) == ("Pixel 8", 2, ["Pixel 8 #1", "Pixel 8 #2"])
+    assert (reg.group, reg.after_failed, reg.phones) == ("Pixel 8", 2, ["Pixel 8 · P1", "Pixel 8 · P2"])
     assert h.flaky == []
 
 
@@ -204,7 +204,7 @@ def test_a_phone_of_unknown_model_is_a_group_of_its_own(tmp_path: Path) -> None:
     for day, ok in ((1, True), (2, False)):
         write_night(tmp_path, f"r{day}", night_records(f"r{day}", {("t", "Q7"): ok, ("t", "Q8"): True}), day=day,
                     phones=())
-    assert _keys(load_history(tmp_path).regressions) == [("t", "device #1")]
+    assert _keys(load_history(tmp_path).regressions) == [("t", "device · Q7")]
 
 
 def test_web_records_pair_by_device(tmp_path: Path) -> None:
@@ -225,11 +225,11 @@ def test_phone_health_changes_are_listed_with_their_reason(tmp_path: Path) -> No
     write_night(tmp_path, "d", night_records("d", recs), day=4, phones=[("P2", "Pixel 8"), ("G1", "Galaxy S24")])
     changes = [(c.before_run, c.after_run, c.phone, c.kind, c.reason) for c in load_history(tmp_path).health]
     assert changes == [
-        ("a", "b", "Pixel 8 #2", "left_out", "battery 5% and not charging"),
-        ("b", "c", "Pixel 8 #2", "back", "battery 5% and not charging"),
-        ("b", "c", "Pixel 9 #1", "appeared", None),
-        ("c", "d", "Pixel 8 #1", "disappeared", None),
-        ("c", "d", "Pixel 9 #1", "disappeared", None),
+        ("a", "b", "Pixel 8 · P2", "left_out", "battery 5% and not charging"),
+        ("b", "c", "Pixel 8 · P2", "back", "battery 5% and not charging"),
+        ("b", "c", "Pixel 9 · X9", "appeared", None),
+        ("c", "d", "Pixel 8 · P1", "disappeared", None),
+        ("c", "d", "Pixel 9 · X9", "disappeared", None),
     ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -42,7 +43,7 @@ def test_markdown_has_a_row_per_night_and_marks_the_interrupted_one(tmp_path: Pa
 def test_markdown_lists_the_regression_and_the_mcnemar_p(tmp_path: Path) -> None:
     md = render_history_markdown(_history(tmp_path))
     assert "### Regressions (1)" in md
-    assert "| t-reg | android | Galaxy S24 | 1/1 passed | 0/1 passed | Galaxy S24 #1 | failed |" in md
+    assert "| t-reg | android | Galaxy S24 | 1/1 passed | 0/1 passed | Galaxy S24 · G1 | failed |" in md
     assert "regressions 1 · fixes 0 · exact McNemar p = 1 " in md
     assert "### Fixes (0)" in md
 
@@ -55,8 +56,8 @@ def test_both_outputs_say_re_judgement_is_not_applied(tmp_path: Path) -> None:
 
 def test_markdown_lists_the_health_change_with_its_reason(tmp_path: Path) -> None:
     md = render_history_markdown(_history(tmp_path))
-    assert "| n1 → n2 | Pixel 8 #2 | left out | screen stays locked |" in md
-    assert "| n2 → n3 | Pixel 8 #2 | back | screen stays locked |" in md
+    assert "| n1 → n2 | Pixel 8 · P2 | left out | screen stays locked |" in md
+    assert "| n2 → n3 | Pixel 8 · P2 | back | screen stays locked |" in md
 
 
 def test_html_is_self_contained_with_a_chart_per_night_and_per_category(tmp_path: Path) -> None:
@@ -116,13 +117,33 @@ def test_cli_writes_both_files_into_the_default_directory_and_prints_them(tmp_pa
     assert "### Regressions (1)" in (out / "history.md").read_text(encoding="utf-8")
 
 
-def test_cli_refuses_to_overwrite_with_exit_2(tmp_path: Path) -> None:
+def test_cli_rewrites_the_labels_own_history_right_after_a_sweep_wrote_it(tmp_path: Path) -> None:
     _history(tmp_path)
     assert _farm("--label", "nightly", "--runs-dir", str(tmp_path)).returncode == 0
+    first = (tmp_path / "history" / "nightly-n3" / "history.md").read_text(encoding="utf-8")
     proc = _farm("--label", "nightly", "--runs-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "history" / "nightly-n3" / "history.md").read_text(encoding="utf-8").split("\n", 3)[3] \
+        == first.split("\n", 3)[3]
+
+
+def test_cli_refuses_to_overwrite_an_out_directory_with_exit_2(tmp_path: Path) -> None:
+    _history(tmp_path)
+    out = tmp_path / "mine"
+    assert _farm("--label", "nightly", "--runs-dir", str(tmp_path), "--out", str(out)).returncode == 0
+    proc = _farm("--label", "nightly", "--runs-dir", str(tmp_path), "--out", str(out))
     assert proc.returncode == 2
-    assert proc.stderr.strip() == (f"error: {tmp_path / 'history' / 'nightly-n3' / 'history.md'}: already exists —"
+    assert proc.stderr.strip() == (f"error: {out / 'history.md'}: already exists —"
                                    " pass --out with a new directory; history is never overwritten")
+
+
+def test_cli_json_prints_the_history_and_writes_nothing(tmp_path: Path) -> None:
+    _history(tmp_path)
+    proc = _farm("--label", "nightly", "--runs-dir", str(tmp_path), "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["newest"] == "n3" and len(data["regressions"]) == 1
+    assert not (tmp_path / "history").exists()
 
 
 def test_cli_without_matching_runs_exits_2_naming_the_label_and_the_place(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from farm.report import junit
 from farm.report.aggregate import aggregate
 from farm.report.headline import headline_text
 from farm.report.junit import render_junit, write_junit
+from farm.report.why import ITEM_CHARS, MESSAGE_CHARS
 from farm.results.record import RunMetrics
 from tests.helpers.records import record, write_run
 
@@ -80,14 +81,15 @@ def test_a_run_is_valid_junit_with_the_headline_totals(tmp_path: Path) -> None:
     assert (o.planned, o.skipped, o.errors, o.attempted - o.errors - o.passed) == (5, 1, 1, 2)
     assert root.get("name") == f"r1: {headline_text(o)}"
     assert [(s.get("name"), s.get("id"), s.get("tests")) for s in root.findall("testsuite")] == [
-        ("r1 Pixel 8 #1", "0", "3"), ("r1 Pixel 8 #2", "1", "2")]
+        ("r1 Pixel 8 · SER-A", "0", "3"), ("r1 Pixel 8 · SER-B", "1", "2")]
 
 
 def test_a_comparison_has_one_valid_suite_per_run_and_phone(tmp_path: Path) -> None:
     text, root = _junit([_normal_run(tmp_path, "ra"), _normal_run(tmp_path, "rb")])
     assert _errors(text, tmp_path) == []
     suites = root.findall("testsuite")
-    assert [s.get("name") for s in suites] == ["ra Pixel 8 #1", "ra Pixel 8 #2", "rb Pixel 8 #1", "rb Pixel 8 #2"]
+    assert [s.get("name") for s in suites] == [
+        "ra Pixel 8 · SER-A", "ra Pixel 8 · SER-B", "rb Pixel 8 · SER-A", "rb Pixel 8 · SER-B"]
     assert [_properties(s)["run"] for s in suites] == ["ra", "ra", "rb", "rb"]
     assert [s.get("id") for s in suites] == ["0", "1", "2", "3"]
     assert root.get("tests") == "10" and (root.get("name") or "").startswith("ra, rb: ")
@@ -116,11 +118,13 @@ def test_hostile_text_stays_valid_and_reads_back_cleaned_and_shortened(tmp_path:
     cases = {c.get("name"): c for c in root.iter("testcase")}
     assert set(cases) == {"t]]>\"'中", "long", "skip"}
     bad = cases["t]]>\"'中"]
-    assert bad.get("classname") == 'android.Pixel "8" <&> ]]> #1.read/system'
+    assert bad.get("classname") == 'android.Pixel "8" <&> ]]> · SER-A.read/system'
     failure = bad.find("failure")
     assert failure is not None and failure.get("message") == clean and failure.get("type") == "route]]>"
     error = cases["long"].find("error")
-    assert error is not None and error.get("message") == long_reason[:160]
+    # Cut to a bounded message that says it was cut; the text holds it (also bounded), never the whole reason.
+    assert error is not None and error.get("message") == long_reason[:MESSAGE_CHARS - 1] + "…"
+    assert error.text == long_reason[:ITEM_CHARS - 1] + "…"
     skipped = cases["skip"].find("skipped")
     assert skipped is not None and skipped.get("message") == clean
     assert len(text.encode("utf-8")) < 5000  # the 10 kB reason is not copied whole
@@ -141,7 +145,7 @@ def test_the_schema_refuses_what_a_ci_server_would_refuse(tmp_path: Path) -> Non
         assert _errors(text, tmp_path), what
 
 
-def test_a_suite_carries_start_time_host_and_properties_never_a_serial(tmp_path: Path) -> None:
+def test_a_suite_carries_start_time_host_and_properties_with_the_serial_and_adb_server(tmp_path: Path) -> None:
     run_dir = _normal_run(tmp_path)
 
     def change(m: mf.Manifest) -> None:
@@ -153,16 +157,17 @@ def test_a_suite_carries_start_time_host_and_properties_never_a_serial(tmp_path:
     mf.update(run_dir, change)
     text, root = _junit([run_dir])
     assert _errors(text, tmp_path) == []
-    first, second = _suite(root, "r1 Pixel 8 #1"), _suite(root, "r1 Pixel 8 #2")
+    first, second = _suite(root, "r1 Pixel 8 · SER-A"), _suite(root, "r1 Pixel 8 · SER-B")
     # 11:00+08:00 is 03:00Z, earlier than 03:00:05Z; records without a start do not count.
     assert (first.get("timestamp"), first.get("hostname")) == ("2026-12-01T03:00:00", "farm-host-2.lan")
     assert (second.get("timestamp"), second.get("hostname")) == (None, "localhost")
     assert _properties(first) == {
-        "run": "r1", "phone": "Pixel 8 #1", "phone_model": "Pixel 8", "lane": "android", "model": "m-1",
+        "run": "r1", "phone": "Pixel 8 · SER-A", "serial": "SER-A", "adb_server": "farm-host-2.lan:5037",
+        "phone_model": "Pixel 8", "lane": "android", "model": "m-1",
         "code.git_commit": "a" * 40, "code.diff_sha256": "b" * 64, "code.package_version": "9.9",
         "execution": "simulated",
     }
-    assert "SER-A" not in text and "SER-B" not in text
+    assert (_properties(second)["serial"], _properties(second)["adb_server"]) == ("SER-B", "127.0.0.1:5037")
 
 
 def test_class_names_are_unique_per_lane_and_phone(tmp_path: Path) -> None:
@@ -171,7 +176,7 @@ def test_class_names_are_unique_per_lane_and_phone(tmp_path: Path) -> None:
     text, root = _junit([write_run(tmp_path, "r", recs, PHONES)])
     assert _errors(text, tmp_path) == []
     assert sorted(c.get("classname") or "" for c in root.iter("testcase")) == [
-        "android.Pixel 8 #1.read/system", "android.Pixel 8 #2.read/system", "web.playwright.web"]
+        "android.Pixel 8 · SER-A.read/system", "android.Pixel 8 · SER-B.read/system", "web.playwright.web"]
     web = _suite(root, "r playwright")
     assert _properties(web)["device"] == "playwright" and "phone" not in _properties(web)
 
@@ -204,7 +209,7 @@ def test_unknown_durations_and_starts_are_left_out_not_written_as_zero(tmp_path:
     text, root = _junit([write_run(tmp_path, "r", recs, [("SER1", "Pixel 8")])])
     assert _errors(text, tmp_path) == []
     assert {c.get("name"): c.get("time") for c in root.iter("testcase")} == {"a": "0.250", "b": None}
-    suite = _suite(root, "r Pixel 8 #1")
+    suite = _suite(root, "r Pixel 8 · SER1")
     assert suite.get("timestamp") is None and suite.get("time") == "0.250"
 
 

@@ -33,9 +33,14 @@ def test_a_failure_links_to_its_run_record_from_where_the_report_is(tmp_path: Pa
     evidence = run_dir / str(recs[0].evidence)
     evidence.mkdir(parents=True)
     md_path, html_path = build_reports([run_dir])[:2]
-    (href,) = re.findall(r"\[run record\]\(([^)]+)\)", md_path.read_text(encoding="utf-8"))
+    md = md_path.read_text(encoding="utf-8")
+    (href,) = re.findall(r"\[run record\]\(([^)]+)\)", md)
     assert (md_path.parent / href).resolve() == evidence.resolve()
-    (href,) = re.findall(r'<a href="([^"]+)">run record</a>', html_path.read_text(encoding="utf-8"))
+    # The task's row in the by-task list links the phone to the same run record.
+    by_task = md.split("## Not passed (1)", 1)[1].split("\n## ", 1)[0]
+    assert re.search(rf"\| \[[^\]]+\]\({re.escape(href)}\) \|", by_task), by_task
+    # report.html: from the by-task list and from the unit's own row, both to the one run record.
+    (href,) = set(re.findall(r'<a href="([^"]+)">run record</a>', html_path.read_text(encoding="utf-8")))
     assert (html_path.parent / href).resolve() == evidence.resolve()
 
 

@@ -53,8 +53,8 @@ def test_override_with_evidence_from_a_screen_read_is_applied(tmp_path: Path) ->
     assert not rows["t2"].applied and rows["t2"].note.startswith("refused: evidence is not screen text")
     assert (data.overall.attempted, data.overall.passed) == (3, 2)
     md = render_markdown(data)
-    assert "| r | t1 | Pixel 7 #1 | fail | pass |  | yes |" in md
-    assert "| r | t2 | Pixel 7 #1 | fail | fail |  | no | refused: evidence is not screen text" in md
+    assert "| r | t1 | Pixel 7 · S1 | fail | pass |  | yes |" in md
+    assert "| r | t2 | Pixel 7 · S1 | fail | fail |  | no | refused: evidence is not screen text" in md
 
 
 def test_override_from_the_summary_section_uses_the_answer_as_evidence(tmp_path: Path) -> None:
@@ -63,8 +63,8 @@ def test_override_from_the_summary_section_uses_the_answer_as_evidence(tmp_path:
     data = aggregate([run_dir]).data
     (row,) = data.overrides
     assert row.task_id == "t2" and row.applied and row.final == "pass"
-    # The source is shown by the phone's label, never by the serial its path holds.
-    assert row.note == "applied (Pixel 7 #1/summary.md:5)"
+    # The source is shown by the phone's name, not by the path it was pulled to.
+    assert row.note == "applied (Pixel 7 · S1/summary.md:5)"
 
 
 def test_a_summary_the_manifest_does_not_name_is_not_read(tmp_path: Path) -> None:
@@ -80,7 +80,7 @@ def test_a_named_summary_applies_to_its_own_phone_only(tmp_path: Path) -> None:
                         override_sources=[(SUMMARY, "S2"), ("gone/summary.md", "S1")])
     _summary(run_dir, SUMMARY, "- t2: 没通过 → 通过,证据:「最高温度 21°C」")
     d = aggregate([run_dir]).data
-    assert [(o.device, o.applied) for o in d.overrides] == [("Pixel 7 #2", True)]
+    assert [(o.device, o.applied) for o in d.overrides] == [("Pixel 7 · S2", True)]
     assert (d.overall.attempted, d.overall.passed) == (2, 1)
 
 
@@ -118,8 +118,8 @@ def test_the_evidence_a_record_names_is_what_an_override_may_quote(tmp_path: Pat
     steps.write_text(json.dumps({"observation": {"text": "计算结果 56,088"}}) + "\n")
     (run_dir / "overrides.yaml").write_text("- {id: t1, from: fail, to: pass, evidence: '56,088'}\n")
     rows = {o.device: o for o in aggregate([run_dir]).data.overrides}
-    assert rows["Pixel 7 #1"].applied
-    assert not rows["Pixel 7 #2"].applied and rows["Pixel 7 #2"].note.startswith("refused: evidence is not")
+    assert rows["Pixel 7 · S1"].applied
+    assert not rows["Pixel 7 · S2"].applied and rows["Pixel 7 · S2"].note.startswith("refused: evidence is not")
 
 
 @pytest.mark.parametrize("path", ["/etc/summary.md", "../other/summary.md", "a/../../summary.md", "C:\\x.md", ""])
@@ -175,7 +175,7 @@ def test_a_category_only_override_changes_the_failure_category(tmp_path: Path) -
     cats = {c.key: c.count for c in d.failure_categories}
     assert cats == {"perception": 1, "infrastructure": 1}
     assert (d.overall.attempted, d.overall.passed) == (3, 1)
-    assert "| r | w | Pixel 7 #1 | fail | fail | route → perception | yes |" in render_markdown(d)
+    assert "| r | w | Pixel 7 · S1 | fail | fail | route → perception | yes |" in render_markdown(d)
     assert [f.failure_category for f in d.failures if f.task_id == "w"] == ["perception"]
     from farm.report.writers import render_csv
 

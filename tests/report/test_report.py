@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import html
 import io
 import re
 import xml.etree.ElementTree as ET
@@ -49,7 +50,7 @@ def test_rates_skips_and_holdout(tmp_path: Path) -> None:
     assert d.hidden_holdout_tasks == 1 and d.skipped_total == 1
     assert d.skipped[0].reason == "capability calculator missing"
     assert [s.task_id for s in d.login_handover] == ["l"]
-    assert {r.key for r in d.by_device} == {"Pixel 8 #1", "Pixel 8 #2"}
+    assert {r.key for r in d.by_device} == {"Pixel 8 · SER-A", "Pixel 8 · SER-B"}
     assert d.markers[0].markers == ["AF-run-w"]
 
 
@@ -78,14 +79,12 @@ def test_null_costs_are_counted_as_unknown_not_zero(tmp_path: Path) -> None:
     assert (ff.n, ff.median, ff.p90) == (3, 200.0, 300.0)
 
 
-def test_reports_hide_serials_and_answers_and_are_consistent(tmp_path: Path) -> None:
+def test_reports_hide_answers_and_are_consistent(tmp_path: Path) -> None:
     run_dir = _run(tmp_path)
     paths = write_reports(aggregate([run_dir]), run_dir)
     assert [p.name for p in paths] == ["report.md", "report.html", "junit.xml", "scores.csv"]
     for p in paths:
-        text = p.read_text(encoding="utf-8")
-        assert "SER-A" not in text and "SER-B" not in text
-        assert "SECRET FULL ANSWER" not in text
+        assert "SECRET FULL ANSWER" not in p.read_text(encoding="utf-8")
     html = (run_dir / "report.html").read_text()
     assert "<svg" in html and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
     raw = (run_dir / "scores.csv").read_bytes()
@@ -124,13 +123,14 @@ def test_later_attempt_replaces_earlier_one(tmp_path: Path) -> None:
 
 
 def test_serials_quoted_in_reasons_are_replaced_by_labels(tmp_path: Path) -> None:
-    recs = [record("e", run="r", device="SER-Z", passed=False, outcome="error",
-                   reasons=["adb error: device 'SER-Z' not found"])]
-    run_dir = write_run(tmp_path, "r", recs, [("SER-Z", "Pixel 8")])
+    recs = [record("e", run="r", device="R58M1ZZ9Q", passed=False, outcome="error",
+                   reasons=["adb error: device 'R58M1ZZ9Q' not found"])]
+    run_dir = write_run(tmp_path, "r", recs, [("R58M1ZZ9Q", "Pixel 8")])
     write_reports(aggregate([run_dir]), run_dir)
-    for name in ("report.md", "report.html", "junit.xml", "scores.csv"):
+    for name in ("report.md", "report.html", "scores.csv"):
         text = (run_dir / name).read_text(encoding="utf-8")
-        # Only where a link points (the run record's directory is named after the phone) may the serial be.
-        text = re.sub(r"\]\([^)]*\)|href=\"[^\"]*\"", "", text)
-        assert "SER-Z" not in text
-    assert "device 'Pixel 8 #1' not found" in (run_dir / "report.md").read_text(encoding="utf-8")
+        # Where a link points (the run record's directory is named after the phone) and the phones table (where
+        # each phone is) name the serial; a reason names the phone.
+        text = html.unescape(re.sub(r"\]\([^)]*\)|href=\"[^\"]*\"", "", text))
+        assert "device 'Pixel 8 · 1ZZ9Q' not found" in text
+        assert text.count("R58M1ZZ9Q") == (1 if name != "scores.csv" else 0)

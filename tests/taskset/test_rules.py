@@ -226,13 +226,14 @@ def test_barrier_task_does_not_declare_signed_in(taskset: TaskSetBuilder) -> Non
 
 
 def test_asking_task_carries_answers(taskset: TaskSetBuilder) -> None:
-    path = taskset.edit("content-7", checks=[{"type": "asked_user"}])
+    path = taskset.edit("content-7", checks=[{"type": "asked_user"}, {"type": "answer_regex", "pattern": r"\b8\b"}])
     assert_only(taskset, "answers", f"{path}: answers: task expects the agent to ask but has no answers — "
                 "add \"answers\": {\"<word in the question>\": \"<reply>\"}")
 
 
 def test_not_asking_task_needs_no_answers(taskset: TaskSetBuilder) -> None:
-    taskset.edit("content-7", checks=[{"type": "asked_user", "expected": False}])
+    taskset.edit("content-7", checks=[{"type": "asked_user", "expected": False},
+                                      {"type": "answer_regex", "pattern": r"\b8\b"}])
     assert check_tasks(taskset.root).violations == []
 
 
@@ -502,8 +503,10 @@ def test_card_kind(action: str, goal: str, kind: str) -> None:
     ({"note": "打开 file:///storage/emulated/0/a.pdf"}, "note", "file://"),
     ({"checks": [{"type": "answer_contains", "text": "/storage/emulated/0"}]}, "checks[0].text", "/storage/"),
     ({"checks": [{"type": "answer_regex", "pattern": "/data/local/tmp/\\d+"}]}, "checks[0].pattern", "/data/"),
-    ({"checks": [{"type": "asked_user"}], "answers": {"哪个": "/home/me/a.txt"}}, "answers['哪个']", "/home/"),
-    ({"checks": [{"type": "asked_user"}], "answers": {"content://media": "第一张"}}, "answers", "content://"),
+    ({"checks": [{"type": "asked_user"}, {"type": "answer_grounded"}], "answers": {"哪个": "/home/me/a.txt"}},
+     "answers['哪个']", "/home/"),
+    ({"checks": [{"type": "asked_user"}, {"type": "answer_grounded"}], "answers": {"content://media": "第一张"}},
+     "answers", "content://"),
 ])
 def test_local_path_in_any_field(taskset: TaskSetBuilder, changes: dict[str, object], fld: str, found: str) -> None:
     path = taskset.edit("content-7", **changes)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from farm.errors import FarmError
-from farm.exits import EXIT_FAILED, EXIT_INFRA, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNFINISHED
+from farm.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INFRA, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNFINISHED
 from farm.fsutil import atomic_write_text
 from farm.llm.model_config import LLMConfig
 from farm.manifest import LaneEntry, Manifest, code_fingerprint, utc_now
@@ -207,7 +207,7 @@ def _preflight(prepared: Prepared, agent: ModelSetup, judge: ModelSetup | None,
     lines = [f"preflight: {refused.outcome}" + (f" ({refused.error})" if refused.error else ""),
              f"nothing was dispatched and the recovery list is unchanged; {again} once the service is back"]
     return RunOutcome(root=tree.root, plan=prepared.plan, lines=lines,
-                      exit_status=2 if refused.outcome == "auth" else EXIT_UNFINISHED,
+                      exit_status=EXIT_BAD_INPUT if refused.outcome == "auth" else EXIT_UNFINISHED,
                       halted="auth" if refused.outcome == "auth" else "preflight")
 
 
