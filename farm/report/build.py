@@ -51,20 +51,6 @@ class Built:
                              else self.data.hidden_holdout_attempts)
 
 
-def build_reports(
-    run_dirs: Sequence[Path],
-    *,
-    include_holdout: bool | None = None,
-    overrides: Sequence[Path] = (),
-    out_dir: Path | None = None,
-    on_warning: Callable[[str], None] | None = None,
-    links: Sequence[str] = (),
-) -> list[Path]:
-    """Aggregate one run (or compare two) and write report.md, report.html, junit.xml, scores.csv (see `build`)."""
-    return build(run_dirs, include_holdout=include_holdout, overrides=overrides, out_dir=out_dir,
-                 on_warning=on_warning, links=links).paths
-
-
 def build(
     run_dirs: Sequence[Path],
     *,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from farm.android.pull_run import pull_run
 from farm.config import FarmConfig
-from farm.report.build import build_reports
+from farm.report.build import build
 from tests.helpers.records import score_line, scores_text
 
 EVAL = "/sdcard/Android/data/dev.agentfarm.simagent/files/eval"
@@ -44,7 +44,7 @@ def test_two_phones_pulled_into_one_run_are_both_in_the_manifest_and_report(virt
     assert {p["agent_version"] for p in manifest["phones"]} == {"0.9.0"}
     names = {p.serial: f"Pixel 7 · {p.serial.rpartition(':')[2]}" for p in phones}
     assert {p["serial"]: p["name"] for p in manifest["phones"]} == names
-    md = build_reports([tmp_path / "nightly"])[0].read_text(encoding="utf-8")
+    md = build([tmp_path / "nightly"]).paths[0].read_text(encoding="utf-8")
     assert all(f"| {name} | 1 |" in md for name in names.values())
     assert "| all | 2 | 1 | 0 | 50.0% |" in md
 

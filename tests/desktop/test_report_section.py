@@ -14,7 +14,7 @@ from farm.desktop.attach import attach_batch
 from farm.desktop.report import RESULT_HEADER, build_report
 from farm.desktop.report_section import run_report_css
 from farm.manifest import Manifest, utc_now
-from farm.report.build import build_reports
+from farm.report.build import build
 from farm.report.lanes import LaneSection, lane_sections
 from farm.results.store import RunStore
 from tests.helpers.desktop import HOSTILE_REASON, farm, recorded_batch
@@ -88,7 +88,7 @@ def test_a_recorded_reason_is_kept_as_text_in_the_section(attached: tuple[Path, 
 
 def test_the_run_report_shows_the_batch_with_its_html_escaped(attached: tuple[Path, Path], tmp_path: Path) -> None:
     run_dir, _ = attached
-    build_reports([run_dir], out_dir=tmp_path / "out")
+    build([run_dir], out_dir=tmp_path / "out")
     html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     assert "Desktop batch batch-002" in html and "阶段性结果 (interim)" in html
     assert "&lt;img src=x onerror=" in html
@@ -96,7 +96,7 @@ def test_the_run_report_shows_the_batch_with_its_html_escaped(attached: tuple[Pa
 
 
 def test_an_attached_run_is_finished_not_running(attached: tuple[Path, Path], tmp_path: Path) -> None:
-    build_reports([attached[0]], out_dir=tmp_path / "out")
+    build([attached[0]], out_dir=tmp_path / "out")
     assert "Not finished" not in (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
 
 
@@ -121,7 +121,7 @@ def test_a_damaged_batch_report_is_named_and_the_run_report_still_written(
     (run_dir / "desktop" / "batch-002.report.json").write_text('{"suite": 1}', encoding="utf-8")
     (section,) = _desktop(run_dir)
     assert section.tables == [] and section.notes[0].startswith("The batch report could not be read: ")
-    build_reports([run_dir], out_dir=tmp_path / "out")
+    build([run_dir], out_dir=tmp_path / "out")
     assert "could not be read" in (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from farm.report.aggregate import aggregate
-from farm.report.build import build_reports
+from farm.report.build import build
 from farm.results import duck
 from farm.results.store import RECORDS_FILE
 from tests.helpers.records import record, write_run
@@ -31,7 +31,7 @@ def _run(tmp_path: Path, *, middle: str | None = None, tail: str | None = None) 
 def test_a_torn_last_line_is_skipped_and_named_in_every_report(tmp_path: Path) -> None:
     run_dir = _run(tmp_path, tail='{"run": "r", "lane": "android", "task_')
     messages: list[str] = []
-    paths = build_reports([run_dir], on_warning=messages.append)
+    paths = build([run_dir], on_warning=messages.append).paths
     assert messages == [f"r/records.jsonl:4: {TORN}"]
     md, html = (p.read_text(encoding="utf-8") for p in paths[:2])
     assert f"**Warning:** r/records.jsonl:4: {TORN}" in md

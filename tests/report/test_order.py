@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from farm.report.build import build_reports
+from farm.report.build import build
 from tests.helpers.records import record, write_run
 
 
@@ -17,7 +17,7 @@ def test_failures_come_right_after_the_headline_and_skips_last(tmp_path: Path) -
     recs = [record("ok", run="r"), record("bad", run="r", passed=False, failure_category="route"),
             record("skip", run="r", outcome="skipped", passed=False, reasons=["capability missing: shop"])]
     run_dir = write_run(tmp_path, "r", recs, [("SER1", "Pixel 8")])
-    md = build_reports([run_dir])[0].read_text(encoding="utf-8")
+    md = build([run_dir]).paths[0].read_text(encoding="utf-8")
     heads = _headings(md)
     assert heads[:3] == ["Headline", "Not passed", "Failure categories"]
     assert heads[-1] == "Skipped" and heads.index("Not passed") < heads.index("By category")
@@ -32,7 +32,7 @@ def test_a_failure_links_to_its_run_record_from_where_the_report_is(tmp_path: Pa
     run_dir = write_run(tmp_path, "r", recs, [("SER1", "Pixel 8")])
     evidence = run_dir / str(recs[0].evidence)
     evidence.mkdir(parents=True)
-    md_path, html_path = build_reports([run_dir])[:2]
+    md_path, html_path = build([run_dir]).paths[:2]
     md = md_path.read_text(encoding="utf-8")
     (href,) = re.findall(r"\[run record\]\(([^)]+)\)", md)
     assert (md_path.parent / href).resolve() == evidence.resolve()
@@ -48,14 +48,14 @@ def test_an_evidence_path_that_climbs_out_is_not_linked(tmp_path: Path) -> None:
     recs = [record("bad", run="r", passed=False, evidence="../../etc"), record("odd", run="r", passed=False,
                                                                              evidence="a/(b)/run")]
     run_dir = write_run(tmp_path, "r", recs, [("SER1", "Pixel 8")])
-    md = build_reports([run_dir])[0].read_text(encoding="utf-8")
+    md = build([run_dir]).paths[0].read_text(encoding="utf-8")
     assert "[run record]" not in md
 
 
 def test_a_comparison_leads_with_the_difference(tmp_path: Path) -> None:
     a = write_run(tmp_path, "ra", [record(t, run="ra", passed=p) for t, p in (("x", 1), ("y", 0))])
     b = write_run(tmp_path, "rb", [record(t, run="rb", passed=p) for t, p in (("x", 1), ("y", 1))])
-    md = build_reports([a, b])[0].read_text(encoding="utf-8")
+    md = build([a, b]).paths[0].read_text(encoding="utf-8")
     heads = _headings(md)
     assert heads[:2] == ["Headline", "Paired comparison: ra (A) vs rb (B)"]
     section = md.split("## Paired comparison", 1)[1]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, Route
 
-from farm.report.build import build_reports
+from farm.report.build import build
 from tests.helpers.records import busy_records, write_run
 
 PHONES = [(f"SER{i:02d}", "Xiaomi 红米 Note 13 Pro+ 5G" if i % 2 else "Pixel 8") for i in range(12)]
@@ -45,7 +45,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     serials = [s for s, _ in PHONES]
     a = write_run(root, LONG_RUN, busy_records(LONG_RUN, serials, TASKS), PHONES)
     b = write_run(root, "nightly-2026-12-02", busy_records("nightly-2026-12-02", serials, TASKS, flip=3), PHONES)
-    return {"run": build_reports([a])[1], "comparison": build_reports([a, b])[1]}
+    return {"run": build([a]).paths[1], "comparison": build([a, b]).paths[1]}
 
 
 @pytest.fixture

@@ -2,12 +2,12 @@
 
 from pathlib import Path
 
-from farm.report.build import build_reports
+from farm.report.build import build
 from tests.helpers.nights import night_records, write_night
 
 
 def _reports(run_dir: Path) -> tuple[str, str]:
-    paths = {p.name: p for p in build_reports([run_dir])}
+    paths = {p.name: p for p in build([run_dir]).paths}
     return paths["report.md"].read_text(encoding="utf-8"), paths["report.html"].read_text(encoding="utf-8")
 
 

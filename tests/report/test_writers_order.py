@@ -108,13 +108,13 @@ def test_report_files_are_readable_by_others_under_the_usual_umask(tmp_path: Pat
     import os
     import stat
 
-    from farm.report.build import build_reports
+    from farm.report.build import build
     from tests.helpers.records import record, write_run
 
     run_dir = write_run(tmp_path, "r", [record("t1", run="r")], [("SER1", "Pixel 8")])
     old = os.umask(0o022)
     try:
-        paths = build_reports([run_dir])
+        paths = build([run_dir]).paths
     finally:
         os.umask(old)
     assert {p.name for p in paths} == {"report.md", "report.html", "junit.xml", "scores.csv"}

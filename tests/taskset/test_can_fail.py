@@ -108,10 +108,12 @@ def test_set_wide_note_names_what_a_small_set_breaks(tmp_path: Path) -> None:
 def test_a_run_of_a_small_set_names_its_set_wide_violations(virtual_farm: FarmFactory, tmp_path: Path) -> None:
     from farm import manifest as mf
 
-    virtual_farm(1)
+    (phone,) = virtual_farm(1)
     scripted_tasks(tmp_path / "tasks", ("read/system/calculator-multiply",))
+    # Named: a phone an earlier test stopped may still be listed by the adb server for a moment.
     proc = farm(tmp_path, "run", "--executor", "host", "--policy", "scripted", "--split", "all", "--run", "small",
-                "--quiet", timeout=300, ANDROID_ADB_SERVER_PORT=os.environ["ANDROID_ADB_SERVER_PORT"],
+                "--device", phone.serial, "--quiet", timeout=300,
+                ANDROID_ADB_SERVER_PORT=os.environ["ANDROID_ADB_SERVER_PORT"],
                 ADBUTILS_ADB_PATH=os.environ.get("ADBUTILS_ADB_PATH", "/usr/bin/adb"))
     assert proc.returncode == 0, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.startswith("warning: task set ")]

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Browser, Page
 
 from farm.desktop.attach import attach_batch
-from farm.report.build import build_reports
+from farm.report.build import build
 from tests.helpers.desktop import recorded_batch
 from tests.helpers.lane_plugins import lane_plugins
 from tests.helpers.web import smoke_run
@@ -45,7 +45,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     desktop, _ = attach_batch(root / "runs", "d1", recorded_batch(root))
     out: dict[str, Path] = {}
     for name, run_dir in (("web", web), ("desktop", desktop)):
-        build_reports([run_dir], out_dir=root / f"out-{name}")
+        build([run_dir], out_dir=root / f"out-{name}")
         out[name] = root / f"out-{name}" / "report.html"
     out["desktop-page"] = desktop / "desktop" / "batch-002.report.html"
     return out

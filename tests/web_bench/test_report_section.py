@@ -14,7 +14,7 @@ from farm.desktop.attach import attach_batch
 from farm.llm.loop import Feedback, LoopHooks, Step
 from farm.llm.types import ToolCall
 from farm.manifest import LaneEntry, Manifest, add_lane, utc_now
-from farm.report.build import build_reports
+from farm.report.build import build
 from farm.report.lanes import LaneSection, lane_sections
 from farm.results.record import Tokens
 from farm.results.store import RunStore
@@ -142,7 +142,7 @@ def test_a_page_written_answer_stays_text_in_the_section(echoed: Path) -> None:
 
 
 def test_a_page_written_answer_is_escaped_in_the_written_reports(echoed: Path, tmp_path: Path) -> None:
-    build_reports([echoed], out_dir=tmp_path / "out")
+    build([echoed], out_dir=tmp_path / "out")
     html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     assert "&lt;img src=x onerror=" in html and "<img" not in html and "<script" not in html
     for markdown in (tmp_path / "out" / "report.md", echoed / "web" / "results.report.md"):
@@ -179,5 +179,5 @@ def test_unreadable_web_results_are_named_and_the_run_report_still_written(tmp_p
     add_lane(run_dir, LaneEntry(lane="web", outputs=["web/results.jsonl", "records.jsonl"]))
     (section,) = _web(run_dir)
     assert section.tables == [] and section.notes[0].startswith("The web results could not be reported: ")
-    build_reports([run_dir], out_dir=tmp_path / "out")
+    build([run_dir], out_dir=tmp_path / "out")
     assert "could not be reported" in (tmp_path / "out" / "report.html").read_text(encoding="utf-8")

@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from farm.manifest import load
-from farm.report.build import build_reports
+from farm.report.build import build
 from farm.results.record import CheckResult, Record
 from farm.results.store import read_records
 from farm.view.app import create_app
@@ -62,7 +62,7 @@ def test_farm_report_reads_the_run(finished: RunOutcome, tmp_path: Path) -> None
 
 
 def test_the_run_report_has_the_webvoyager_section(finished: RunOutcome, tmp_path: Path) -> None:
-    paths = build_reports([finished.root.parent], out_dir=tmp_path / "out")
+    paths = build([finished.root.parent], out_dir=tmp_path / "out").paths
     markdown = next(p for p in paths if p.suffix == ".md").read_text()
     section = markdown.split("WebVoyager: LLM-judged browser tasks", 1)[1]
     assert "| Allrecipes | 2 | 2 | 0 | 0 | 0 | 0 | 100.0% |" in section.replace("  ", " ")
@@ -135,7 +135,7 @@ def test_the_farm_reports_count_an_unjudged_record_as_an_error_not_a_failure(tmp
     records = [_record(make_view("Allrecipes--0", passed=None)), _record(make_view("Allrecipes--1", passed=True))]
     run_dir = write_run(tmp_path / "runs", "wv-r", records)
     assert [c.passed for c in read_records(run_dir / "records.jsonl")[0].checks] == [None]
-    paths = build_reports([run_dir], out_dir=tmp_path / "out")
+    paths = build([run_dir], out_dir=tmp_path / "out").paths
     junit = next(p for p in paths if p.suffix == ".xml").read_text()
     assert 'failures="0" errors="1"' in junit and "<failure" not in junit
     assert '<error type="infrastructure.unjudged"' in junit
