@@ -1,4 +1,4 @@
-"""The shared-data helper skips only when `../shared/data` is absent, never for a missing file inside it."""
+"""The shared-data helper never skips: absent shared data or a missing file inside it fails the test."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ def test_a_file_missing_from_present_shared_data_fails_not_skips(monkeypatch: py
         sd.shared_data("dumps", "renamed.xml")
 
 
-def test_absent_shared_data_skips_naming_the_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_absent_shared_data_fails_naming_the_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(sd, "SHARED_DATA", tmp_path / "nowhere")
-    with pytest.raises(pytest.skip.Exception, match="nowhere is absent"):
+    with pytest.raises(pytest.fail.Exception, match="nowhere is absent"):
         sd.shared_data("dumps", "a.xml")
 
 

@@ -67,7 +67,9 @@ def check(
         Console(stderr=True, highlight=False, soft_wrap=True).print(
             f"error: {len(report.violations)} violation(s) in {len(report.tasks)} task(s) — fix the lines listed "
             "above", markup=False)
-        raise typer.Exit(2)
+        from farm.exits import EXIT_BAD_INPUT
+
+        raise typer.Exit(EXIT_BAD_INPUT)
     console.print(f"ok: {len(report.tasks)} tasks", markup=False)
 
 

@@ -143,7 +143,9 @@ def data(
     print_table(("file", "present", "sha256"), rows)
     console.print(f"data: {dest}")
     if not all(s.sha_ok for s in wv_data.status(dest)):
-        raise typer.Exit(2)
+        from farm.exits import EXIT_BAD_INPUT
+
+        raise typer.Exit(EXIT_BAD_INPUT)
 
 
 @webvoyager_app.command("backfill")

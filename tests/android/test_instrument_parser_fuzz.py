@@ -10,7 +10,6 @@ import codecs
 import time
 from collections.abc import Callable
 
-import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -24,7 +23,6 @@ CAPTURES: dict[str, str] = {
     for p in sorted(_DIR.glob("*"))
     if p.suffix in (".input", ".txt")
 } if _DIR.is_dir() else {}
-needs_captures = pytest.mark.skipif(not CAPTURES, reason=f"{_DIR} is absent (CI provides ../shared)")
 _CAPTURE = st.sampled_from(sorted(CAPTURES) or ["(none)"])
 
 _STATUSES = {"passed", "failed", "ignored", "assumption_failure", "incomplete"}
@@ -159,14 +157,12 @@ def test_any_status_code_ends_the_test_as_ddmlib_would_or_leaves_it_open(code: s
 # --- real captures as seeds ----------------------------------------------------------------------------
 
 
-@needs_captures
 @given(_CAPTURE, st.data())
 def test_a_capture_in_random_chunks_gives_exactly_the_events_of_the_whole(name: str, data: st.DataObject) -> None:
     text = CAPTURES[name]
     assert fed(data.draw(chunkings(text))) == parse_text(text)
 
 
-@needs_captures
 @given(_CAPTURE, st.data())
 def test_a_truncated_capture_never_reports_a_test_passed_that_had_not_ended(name: str, data: st.DataObject) -> None:
     text = CAPTURES[name]
@@ -188,7 +184,6 @@ def test_a_truncated_capture_never_reports_a_test_passed_that_had_not_ended(name
         assert all(e.status == "incomplete" for e in tail if e.event == "test_ended")
 
 
-@needs_captures
 @given(_CAPTURE, st.data())
 def test_every_truncation_point_of_a_capture_line_by_line(name: str, data: st.DataObject) -> None:
     # Cuts on each line boundary and inside each kind of line, as many as the example allows.
@@ -200,7 +195,6 @@ def test_every_truncation_point_of_a_capture_line_by_line(name: str, data: st.Da
     assert_well_formed(events)
 
 
-@needs_captures
 @given(_CAPTURE, st.data())
 def test_a_mutated_capture_never_raises_and_stays_well_formed(name: str, data: st.DataObject) -> None:
     text = data.draw(line_mutations(CAPTURES[name], PROTOCOL_LINE))
@@ -243,3 +237,8 @@ def test_a_long_line_arriving_in_many_reads_parses_in_linear_time() -> None:
 def test_split_at_covers_the_whole_input() -> None:
     assert split_at("abcdef", [4, 2, 2, 99, -1]) == ["ab", "cd", "ef"]
     assert split_at(b"", []) == [b""]
+
+
+def test_the_shared_data_is_there() -> None:
+    # These property tests read real data from ../shared/data: without it they would prove nothing.
+    assert CAPTURES, f"{_DIR} is absent or empty: place ../shared/data beside the repository (CI provides it)"

@@ -11,10 +11,11 @@ SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 
 def shared_data(*parts: str) -> Path:
-    """The path `../shared/data/<parts…>`. Skips the calling test only when `../shared/data` itself is absent;
-    with it present, a missing file fails the test, so a renamed or mistyped file cannot pass as a skip."""
+    """The path `../shared/data/<parts…>`. Fails the calling test when `../shared/data` is absent or lacks the
+    file: a test that cannot read its data proves nothing, so it never passes as a skip."""
     if not SHARED_DATA.is_dir():
-        pytest.skip(f"{SHARED_DATA} is absent: third-party data is not committed to the project (CI provides it)")
+        pytest.fail(f"{SHARED_DATA} is absent: third-party data is not committed to the project; place the shared"
+                    " data beside the repository (CI provides it)")
     path = SHARED_DATA.joinpath(*parts)
     if not path.exists():
         pytest.fail(f"{path} is missing from ../shared/data: a test names a file the shared data does not have")

@@ -23,6 +23,7 @@ from types import FrameType
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from farm.errors import FarmError
+from farm.exits import EXIT_BAD_INPUT
 from farm.fsutil import atomic_write_text
 from farm.manifest import utc_now
 from web_bench.webvoyager.agent import AgentSettings, run_attempt
@@ -162,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print("usage: python -m web_bench.webvoyager.worker ATTEMPT_DIR", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     attempt_dir = Path(args[0])
     cancel = threading.Event()
 
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         run_attempt(job.task, job.attempt, attempt_dir, job.settings, cancel=cancel)
     except FarmError as exc:
         print(f"worker: {exc.line()}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     return 0 if (attempt_dir / "result.json").exists() else 1
 
 
