@@ -66,11 +66,6 @@ def pulled_dir(run_dir: Path, serial: str, split: str) -> Path:
     return phone_dir(run_dir, serial) / split / "raw"
 
 
-def lane_dir(run_dir: Path, lane: str) -> Path:
-    """`runs/<id>/<lane>/`: a lane's own files (`web/`, `webvoyager/`, `desktop/`)."""
-    return run_dir / lane
-
-
 def is_run_dir(path: Path) -> bool:
     """A directory holding a manifest or records."""
     return path.is_dir() and (mf.manifest_path(path).is_file() or records_path(path).is_file())
@@ -92,10 +87,6 @@ class RunStore:
     """One run directory: its manifest and its records."""
 
     run_dir: Path
-
-    @property
-    def run_id(self) -> str:
-        return self.run_dir.name
 
     @property
     def records(self) -> Path:
@@ -143,12 +134,6 @@ class RunStore:
             store = cls(run_dir)
             store.add_lane(entry)
         return store, created
-
-    @classmethod
-    def open(cls, run_dir: Path) -> RunStore:
-        """An existing run (its manifest must be there)."""
-        mf.load(run_dir)
-        return cls(run_dir)
 
     # The manifest.
 
