@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from farm import manifest as mf
+from farm.report.headline import read_headline
 from farm.results.store import ReadProblems, read_records
 from tests.helpers.sweep import scripted_tasks
 
@@ -82,3 +83,20 @@ def test_resume_with_a_run_id_is_a_one_line_error(tmp_path: Path) -> None:
     proc = subprocess.run([FARM, "sweep", "--resume", "x", "--run-id", "y"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--resume RUN continues that run" in proc.stderr
+
+
+def test_a_sweep_prints_the_runs_headline_and_its_history_follows_at_once(virtual_farm, tmp_path: Path) -> None:
+    virtual_farm(1)
+    scripted_tasks(tmp_path / "tasks", ("read/system/calculator-multiply", "impossible/settings-upgrade-android-99"))
+    runs = tmp_path / "runs"
+    done = subprocess.run([FARM, "sweep", "--run-id", "s1", "--label", "nightly", "--executor", "host", "--policy",
+                           "scripted", "--tasks-dir", str(tmp_path / "tasks"), "--runs-dir", str(runs), "--quiet"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    written = read_headline(runs / "s1")
+    assert written is not None and written.overall.planned == 2
+    assert f"run s1: {written.text}" in done.stdout.splitlines()
+    history = subprocess.run([FARM, "history", "--label", "nightly", "--runs-dir", str(runs)], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120)
+    assert history.returncode == 0, history.stderr
+    assert (runs / "history" / "nightly-s1" / "history.md").is_file()
