@@ -42,6 +42,7 @@ def test_two_phones_pulled_into_one_run_are_both_in_the_manifest_and_report(virt
     manifest = json.loads((tmp_path / "nightly" / "manifest.json").read_text())
     assert sorted(p["serial"] for p in manifest["phones"]) == sorted(p.serial for p in phones)
     assert {p["agent_version"] for p in manifest["phones"]} == {"0.9.0"}
+    assert manifest["status"] == "finished"  # a pulled run ran elsewhere: never left "running"
     names = {p.serial: f"Pixel 7 · {p.serial.rpartition(':')[2]}" for p in phones}
     assert {p["serial"]: p["name"] for p in manifest["phones"]} == names
     md = build([tmp_path / "nightly"]).paths[0].read_text(encoding="utf-8")
