@@ -6,6 +6,11 @@ from pathlib import Path
 
 import typer
 
+DEFAULT_FLAKY_NIGHTS = 5
+"""`farm.report.history_grid.DEFAULT_FLAKY_NIGHTS`, spelled here so `farm --help` imports no report code."""
+MAX_FLAKY_NIGHTS = 60
+"""Two months of nightly runs: the grid shows every night flakiness is judged over, so K bounds its width."""
+
 
 def history(
     label: str | None = typer.Option(None, "--label", metavar="LABEL",
@@ -23,9 +28,14 @@ def history(
         help="Count holdout-pool results, or hide them (default: counted when the runs planned them)."),
     config: Path | None = typer.Option(None, "--config", metavar="FILE",
                                        help="farm.yaml (default ./farm.yaml if present)."),
+    flaky_nights: int = typer.Option(
+        DEFAULT_FLAKY_NIGHTS, "--flaky-nights", min=2, max=MAX_FLAKY_NIGHTS, metavar="K",
+        help="A task is flaky when its judged units passed and failed over the last K nights (at most the nights"
+             " read)."),
     as_json: bool = typer.Option(False, "--json", help="Print the history as one JSON object (nothing written)."),
 ) -> None:
-    """Pass rate per night, regressions and fixes against the previous night, flaky tasks, phone health."""
+    """Pass rate per night, a task × night grid linking each night's report, regressions and fixes per task × phone
+    against the previous night, flaky tasks, phone health."""
     from farm.cli.paths import check_input_dir, check_output_dir, runs_dir_setting
     from farm.report.history import default_out_dir, write_history
     from farm.report.history_data import load_history
@@ -34,7 +44,7 @@ def history(
     root = check_input_dir(found.value, found.what(), hint="pass --runs-dir DIR, the directory holding the runs")
     if out is not None:
         check_output_dir(out, "--out")
-    result = load_history(root, label=label, last=last, include_holdout=include_holdout)
+    result = load_history(root, label=label, last=last, include_holdout=include_holdout, flaky_nights=flaky_nights)
     if result.warnings:
         from farm.cli import err_console
 

@@ -12,7 +12,8 @@ from farm.manifest import utc_now
 from farm.phone_name import PhoneId, from_manifests
 from farm.report import glance_data
 from farm.report.compare import comparison
-from farm.report.headline import INITIAL_SQL, LOGIN_SQL, holdout_counted, planned_units, rate_row
+from farm.report.compare_sides import overall_row
+from farm.report.headline import INITIAL_SQL, LOGIN_SQL, holdout_counted, rate_row
 from farm.report.model import (
     CountRow,
     DisagreementRow,
@@ -236,20 +237,6 @@ def _skip_rows(con: duckdb.DuckDBPyConnection, where: str, default: str,
     ], {run: int(n) for *_, run, n in rows}
 
 
-def _overall(con: duckdb.DuckDBPyConnection, run_dirs: Sequence[Path], counts: tuple[int, int, int, int], *,
-             include_holdout: bool) -> RateRow:
-    """The headline: every unit a run planned is in `planned`, those with no record yet as `unfinished`."""
-    planned, attempted, passed, errors = counts
-    unfinished = 0
-    for run_dir in run_dirs:
-        plan = planned_units(run_dir, include_holdout=include_holdout)
-        if plan is None:
-            continue
-        row = con.execute("SELECT count(*) FROM shown WHERE lane = 'android' AND run = ?", [run_dir.name]).fetchone()
-        unfinished += max(0, plan - (int(row[0]) if row else 0))
-    return rate_row("all", planned + unfinished, attempted, passed, errors, unfinished)
-
-
 def aggregate(
     run_dirs: Sequence[Path],
     *,
@@ -315,7 +302,7 @@ def aggregate(
         hidden_holdout_tasks=hidden_tasks,
         hidden_holdout_attempts=hidden_attempts,
         execution=counts.execution,
-        overall=_overall(con, run_dirs, counts.overall, include_holdout=include_holdout),
+        overall=overall_row(con, run_dirs, counts.overall, include_holdout=include_holdout),
         outcomes=counts.outcomes,
         by_category=counts.rates["category"],
         by_partition=counts.rates["partition"],
@@ -341,7 +328,8 @@ def aggregate(
         markers=markers,
         markers_total=counts.markers_total,
         failures_total=sum(c.count for c in failure_categories),
-        comparison=comparison(con, runs[0], runs[1], labels, LIST_CAP) if len(runs) == 2 else None,
+        comparison=comparison(con, run_dirs, labels, LIST_CAP, include_holdout=include_holdout)
+        if len(run_dirs) == 2 else None,
         grid=grid,
         timeline=timeline,
         unfinished_runs=[

@@ -1,32 +1,54 @@
 """history.md and history.html: `History` as tables (the same sections in both) and, in the html, inline SVG charts
-of the pass rate per night with Wilson whiskers (no scripts, no network)."""
+of the pass rate per night with Wilson whiskers (no scripts, no network).
+
+Nights link to their reports and units to their run records, by paths relative to the written file, so the links
+work opened from disk; every link target is percent-encoded and every text escaped (run directories, evidence
+paths, task ids and reasons come from records, which are not ours)."""
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
+from urllib.parse import quote
 
 from farm.errors import FarmError
 from farm.fsutil import atomic_write_text, create_new_text
 from farm.report.charts import rate_chart
 from farm.report.history_data import History, NightRow, PairChange
-from farm.report.markdown import pct
+from farm.report.history_model import NightCount, TaskCell, TaskRow
+from farm.report.markdown import md_text, pct
 from farm.report.model import RateRow
 
 HISTORY_FILES = ("history.md", "history.html")
 _NUMERIC = {"attempted", "passed", "errors", "rate", "planned", "skipped", "phones used", "left out", "repeat",
-            "passed now", "failed now"}
+            "passed now", "failed now", "nights mixed", "all passed", "all failed"}
 _NUM_CLASS = ' class="n"'
+_TITLE_REASON = 120
+"""Characters of a unit's reason in its link's tooltip: the grid repeats it in every cell."""
 _RATE_HEAD = ["attempted", "passed", "errors", "rate", "95% CI (Wilson)", "planned", "skipped"]
+
+
+@dataclass(frozen=True)
+class _Link:
+    text: str
+    href: str | None = None
+    """Relative to the runs directory; None: plain text."""
+    title: str = ""
+    """What the link leads to, in words (a tooltip)."""
+
+
+_Cell = str | tuple[_Link, ...]
+"""Plain text, or text and links."""
 
 
 @dataclass
 class _Section:
     title: str
     head: list[str]
-    rows: list[list[str]]
+    rows: list[list[_Cell]]
     text: list[str] = field(default_factory=list)
     level: int = 2
     chart: str = ""
@@ -67,11 +89,61 @@ def _judged(passed: int, failed: int) -> str:
 def _changes(title: str, rows: list[PairChange], text: str) -> _Section:
     return _Section(
         f"{title} ({len(rows)})",
-        ["task", "lane", "phone model / device", "previous night", "newest night", "judged on",
-         "why (first reason of each failure)"],
+        ["task", "lane", "phone / device", "previous night", "newest night", "why (first reason of each failure)"],
         [[_task(c.task_id, c.instance), c.lane, c.group, _judged(c.before_passed, c.before_failed),
-          _judged(c.after_passed, c.after_failed), ", ".join(c.phones), "; ".join(c.reasons)] for c in rows],
+          _judged(c.after_passed, c.after_failed), "; ".join(c.reasons)] for c in rows],
         [text], level=3,
+    )
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _count(c: NightCount) -> str:
+    text = f"{c.passed}/{c.judged}" if c.judged else "–"
+    return f"{text} e{c.errors}" if c.errors else text
+
+
+def _cell(c: TaskCell, report: str | None) -> tuple[_Link, ...]:
+    units = tuple(_Link("✗" if u.status == "failed" else "⚠", u.evidence,
+                        f"{u.phone} · repeat {u.repeat}: {_cut(u.reason, _TITLE_REASON)}") for u in c.units)
+    more = (_Link(f"+{c.units_more}"),) if c.units_more else ()
+    return (_Link(_count(c), report), *units, *more)
+
+
+def _flags(t: TaskRow) -> str:
+    return ", ".join(name for name, on in (("flaky", t.flaky), ("regressed", t.regressed)) if on)
+
+
+def _flaky(h: History) -> _Section:
+    k, more = h.flaky_nights, h.flaky_more
+    return _Section(
+        f"Flaky ({len(h.flaky) + more})",
+        ["task", "lane", "category", "new", "nights mixed", "all passed", "all failed", f"last {k} nights",
+         "flaky on"],
+        [[_task(f.task_id, f.instance), f.lane, f.category, "new" if f.new else "", str(f.nights_mixed),
+          str(f.nights_passed), str(f.nights_failed), " · ".join(_count(c) for c in f.cells), ", ".join(f.phones)]
+         for f in h.flaky],
+        [f"Judged units both passed and failed over the last {k} nights: within a night (phones, repeats) or from"
+         f" one night to another. New: not flaky over the {k} nights ending with the previous one. Skips and"
+         " infrastructure errors are never judged. Night by night: passed/judged (eN: infrastructure errors)."
+         " Flaky on: the phones whose own verdicts changed; none when each phone is steady and the phones"
+         " disagree.", *([f"{more} more flaky tasks not shown."] if more else [])],
+    )
+
+
+def _grid(h: History) -> _Section:
+    nights = {n.run_id: n for n in h.nights}
+    shown = f"; {len(h.tasks)} shown, {h.tasks_more} more tasks not shown" if h.tasks_more else ""
+    return _Section(
+        f"Tasks night by night ({len(h.tasks) + h.tasks_more})",
+        ["task", "lane", "category", "flags", *(r + (_mark(nights[r]) if r in nights else "") for r in h.task_nights)],
+        [[_task(t.task_id, t.instance), t.lane, t.category, _flags(t),
+          *(_cell(c, nights[c.run_id].report if c.run_id in nights else None) for c in t.cells)] for t in h.tasks],
+        [f"One row per task: flaky and regressed tasks first, then by task id{shown}. Each cell: passed/judged units"
+         " of the night (– none judged; eN: infrastructure errors), linking to the night's report; ✗ (failed) and"
+         " ⚠ (infrastructure error) link to a unit's run record."],
     )
 
 
@@ -89,8 +161,8 @@ def _sections(h: History) -> list[_Section]:
     nights = h.nights
     out = [_Section(
         "Pass rate per night", ["night", "created", "status", *_RATE_HEAD, "phones used", "left out"],
-        [[n.run_id + _mark(n), n.created_at, n.status, *_rate_cells(n.overall), str(n.phones_used),
-          str(n.phones_left_out)] for n in nights],
+        [[(_Link(n.run_id + _mark(n), n.report),), n.created_at, n.status,
+          *_rate_cells(n.overall), str(n.phones_used), str(n.phones_left_out)] for n in nights],
         chart=rate_chart([_bar(n, n.overall) for n in nights]),
     )]
     for category in sorted({c.key for n in nights for c in n.by_category}):
@@ -104,8 +176,8 @@ def _sections(h: History) -> list[_Section]:
     else:
         p = "–" if h.mcnemar_p is None else f"{h.mcnemar_p:.4g}"
         out.append(_Section(f"Newest night {h.newest} against the previous {h.previous}", [], [], text=[
-            "Pairs are task × phone model (task × device off the android lane); every judged unit of a pair counts"
-            " (phones of one model, repeats); skipped units and infrastructure errors are never judged.",
+            "Pairs are task × phone (task × device off the android lane); every judged unit of a pair counts"
+            " (its repeats); skipped units and infrastructure errors are never judged.",
             f"Pairs judged on both nights: {h.paired} · regressions {len(h.regressions)} · fixes {len(h.fixes)}"
             f" · exact McNemar p = {p} (two-sided, over those pairs).",
             *(f"⚠ {n.run_id} is {n.status}: the comparison covers only the units it ran." for n in nights[-2:]
@@ -118,12 +190,6 @@ def _sections(h: History) -> list[_Section]:
                      " the newest."),
             _changes("New on the newest night", h.new, "No unit at all on the previous night: not a regression."),
             _changes("Gone from the newest night", h.gone, "Judged on the previous night, no unit on the newest."),
-            _Section(f"Newly flaky ({len(h.flaky)})", ["task", "lane", "phone model / device", "passed now",
-                                                       "failed now", "previous night"],
-                     [[_task(f.task_id, f.instance), f.lane, f.group, str(f.passed), str(f.failed), f.before]
-                      for f in h.flaky],
-                     ["Judged units disagree on the newest night (repeats, or phones of one model), and did not on"
-                      " the previous night."], level=3),
         ]
     if h.newest is not None:
         out.append(_Section(
@@ -133,6 +199,9 @@ def _sections(h: History) -> list[_Section]:
             ["Listed apart: an infrastructure error is never a regression (it stays in the rate's denominator)."],
             level=3,
         ))
+        out.append(_flaky(h))
+    if h.tasks or h.tasks_more:
+        out.append(_grid(h))
     out.append(_Section(
         f"Phone health changes ({len(h.health)})", ["between", "phone", "change", "reason"],
         [[f"{c.before_run} → {c.after_run}", c.phone, c.kind.replace("_", " "), c.reason or ""] for c in h.health],
@@ -153,20 +222,46 @@ def _title(h: History) -> str:
     return f"Night over night — {which}, {len(h.nights)} night{'' if len(h.nights) == 1 else 's'}"
 
 
-def _md_cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+def _url(runs_link: str, href: str) -> str:
+    """`href` (relative to the runs directory) as seen from where `runs_link` leads there, percent-encoded: a path
+    with spaces, quotes, `#`, `?`, `:` or brackets stays one relative path, never a scheme or a fragment."""
+    return quote(href if runs_link in ("", ".") else f"{runs_link}/{href}", safe="/")
 
 
-def render_history_markdown(h: History) -> str:
-    """The whole history.md."""
+def _md_link(link: _Link, runs_link: str) -> str:
+    if link.href is None:
+        return md_text(link.text)
+    # md_text escapes backslashes first, so a quote escaped here cannot be undone by one in the data.
+    text, title = md_text(link.text), md_text(link.title).replace('"', '\\"')
+    return f'[{text}]({_url(runs_link, link.href)} "{title}")' if title else f"[{text}]({_url(runs_link, link.href)})"
+
+
+def _md(cell: _Cell, runs_link: str) -> str:
+    return md_text(cell) if isinstance(cell, str) else " ".join(_md_link(c, runs_link) for c in cell)
+
+
+def _html_link(link: _Link, runs_link: str) -> str:
+    if link.href is None:
+        return escape(link.text)
+    title = f' title="{escape(link.title)}"' if link.title else ""
+    return f'<a href="{escape(_url(runs_link, link.href))}"{title}>{escape(link.text)}</a>'
+
+
+def _html(cell: _Cell, runs_link: str) -> str:
+    return escape(cell) if isinstance(cell, str) else " ".join(_html_link(c, runs_link) for c in cell)
+
+
+def render_history_markdown(h: History, *, runs_link: str = "") -> str:
+    """The whole history.md; links lead to the runs directory through `runs_link` (where it is, relative to the
+    file; empty: the file is in it)."""
     lines = [f"# {_title(h)}", "", f"Runs read from {h.runs_dir}; newest night {h.newest}."]
-    lines += [f"\n{t}" for t in _counting(h)] + [f"\n**Warning:** {_md_cell(w)}" for w in h.warnings]
+    lines += [f"\n{t}" for t in _counting(h)] + [f"\n**Warning:** {md_text(w)}" for w in h.warnings]
     for s in _sections(h):
         lines += ["", f"{'#' * s.level} {s.title}", *(f"\n{t}" for t in s.text)]
         if s.rows:
-            lines += ["", "| " + " | ".join(s.head) + " |",
+            lines += ["", "| " + " | ".join(md_text(c) for c in s.head) + " |",
                       "|" + "|".join("---:" if c in _NUMERIC else "---" for c in s.head) + "|"]
-            lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in s.rows]
+            lines += ["| " + " | ".join(_md(c, runs_link) for c in row) + " |" for row in s.rows]
         elif s.empty:
             lines += ["", s.empty]
     return "\n".join(lines) + "\n"
@@ -177,11 +272,13 @@ table { border-collapse: collapse; margin: .5em 0 1.5em; }
 th, td { border: 1px solid #ccc; padding: .25em .6em; text-align: left; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
 .note { color: #555; }
+.scroll { overflow-x: auto; }
 .warn { background: #fde2e1; padding: .4em .8em; border-left: 4px solid #c0392b; }"""
 
 
-def render_history_html(h: History) -> str:
-    """The self-contained history.html (inline CSS and SVG; no scripts, no network)."""
+def render_history_html(h: History, *, runs_link: str = "") -> str:
+    """The self-contained history.html (inline CSS and SVG; no scripts, no network); links as in
+    `render_history_markdown`."""
     title = escape(_title(h))
     parts = [f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{title}</title>',
              f"<style>\n{_STYLE}\n</style>\n</head>\n<body>\n<h1>{title}</h1>",
@@ -193,10 +290,11 @@ def render_history_html(h: History) -> str:
         parts += [f"<p>{escape(t)}</p>" for t in s.text]
         parts.append(s.chart)  # built from numbers and escaped labels by rate_chart
         if s.rows:
-            parts.append("<table><tr>" + "".join(f"<th>{escape(c)}</th>" for c in s.head) + "</tr>")
-            parts += ["<tr>" + "".join(f"<td{_NUM_CLASS if c in _NUMERIC else ''}>{escape(v)}</td>"
+            parts.append('<div class="scroll"><table><tr>' + "".join(f"<th>{escape(c)}</th>" for c in s.head)
+                         + "</tr>")
+            parts += ["<tr>" + "".join(f"<td{_NUM_CLASS if c in _NUMERIC else ''}>{_html(v, runs_link)}</td>"
                                        for c, v in zip(s.head, row, strict=True)) + "</tr>" for row in s.rows]
-            parts.append("</table>")
+            parts.append("</table></div>")
         elif s.empty:
             parts.append(f"<p>{escape(s.empty)}</p>")
     parts.append("</body>\n</html>\n")
@@ -208,11 +306,14 @@ def write_history(h: History, out_dir: Path, *, own: bool = False) -> list[Path]
     unless `own`: `out_dir` is the label's own folder (`default_out_dir`), whose files are rewritten atomically
     (the same nights give the same history)."""
     paths = [out_dir / name for name in HISTORY_FILES]
+    # The links lead from the written files to the runs, wherever --out put them.
+    runs_link = Path(os.path.relpath(h.runs_dir or ".", out_dir)).as_posix()
     for path in paths:
         if path.exists() and not own:
             raise FarmError(f"{path}: already exists", hint="pass --out with a new directory; history is never"
                                                             " overwritten")
-    for path, text in zip(paths, (render_history_markdown(h), render_history_html(h)), strict=True):
+    texts = (render_history_markdown(h, runs_link=runs_link), render_history_html(h, runs_link=runs_link))
+    for path, text in zip(paths, texts, strict=True):
         try:
             if own:
                 out_dir.mkdir(parents=True, exist_ok=True)

@@ -7,25 +7,16 @@ Counting is the reports' (`farm.report.headline`): latest attempt per unit, skip
 infrastructure errors in the denominator, verdicts before human re-judgement (overrides are not applied here),
 holdout-pool units hidden unless asked for.
 
-Pairs. The newest night is compared with the night before it, pair by pair: a pair is (lane, task, instance, group)
-where the group is the phone model for android records (serial → model from that night's manifest) and the device
-itself (web backend, desktop machine) for the other lanes. Within a pair, every judged unit (several phones of one
-model, several repeats) counts; skipped units and infrastructure errors are never judged.
-
-- regression: every judged unit passed on the previous night, and at least one failed on the newest;
-- fix: at least one judged unit failed on the previous night, and every one passed on the newest;
-- new / gone: judged on one night, with no unit at all (not even a skip) on the other;
-- newly flaky: judged units both passed and failed on the newest night, and not on the previous one.
-
-A pair's outcome on a night is thus "all passed" or not, and regressions and fixes are exactly the discordant pairs
-of the exact McNemar test over the pairs judged on both nights.
+The newest night is compared with the night before it pair by pair, task × phone; flaky tasks and the task ×
+night grid look at more nights. The rules are `farm.report.history_grid`'s.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -39,12 +30,11 @@ from farm.report.headline import (
     RunHeadline,
     headline,
     holdout_counted,
-    initial_passed,
     latest_attempts,
     read_headline,
 )
+from farm.report.history_grid import DEFAULT_FLAKY_NIGHTS, NightUnits, compare_pairs, grid, pair_tallies
 from farm.report.history_model import (
-    Before,
     ErrorUnit,
     FlakyTask,
     HealthChange,
@@ -57,11 +47,15 @@ from farm.results.damage import damage_text
 from farm.results.record import Record
 from farm.results.stats import mcnemar_exact
 
-__all__ = ["ErrorUnit", "FlakyTask", "HealthChange", "History", "NightRow", "PairChange", "build_history",
-           "load_history", "read_night", "select_runs"]
+__all__ = ["DEFAULT_FLAKY_NIGHTS", "ErrorUnit", "FlakyTask", "HealthChange", "History", "NightRow", "PairChange",
+           "build_history", "load_history", "read_night", "select_runs"]
 
 DEFAULT_LAST = 14
 """Nights shown by default."""
+REPORT_HTML = "report.html"
+"""A run's current report (`farm.report.writers.REPORT_FILES`), linked from each night."""
+
+
 @dataclass(frozen=True)
 class Night:
     """One run's manifest and records: what `build_history` computes from."""
@@ -70,17 +64,10 @@ class Night:
     records: list[Record]
     written: RunHeadline | None = None
     """The headline the night's current report wrote (`headline.json`): the night's one number, when there."""
-
-
-@dataclass
-class _Tally:
-    passed: int = 0
-    failed: int = 0
-    judged_by: set[str] = field(default_factory=set)
-    reasons: list[str] = field(default_factory=list)
-
-
-_Key = tuple[str, str, str, str]
+    run_dir: Path | None = None
+    """Where the run lives; None for a night built in memory (nothing is linked then)."""
+    has_report: bool = False
+    """Whether the run directory holds its current report (REPORT_HTML)."""
 
 
 def _models(nights: Sequence[Night]) -> dict[str, str]:
@@ -96,7 +83,14 @@ def phone_ids(nights: Sequence[Night]) -> dict[str, PhoneId]:
     return from_manifests([n.manifest.model_dump(mode="json") for n in nights], [(s, models.get(s)) for s in serials])
 
 
-def _night_row(night: Night) -> NightRow:
+def _run_path(night: Night, runs_dir: str) -> str | None:
+    """The night's run directory relative to `runs_dir`, as a link target (`/` separators)."""
+    if night.run_dir is None:
+        return None
+    return Path(os.path.relpath(night.run_dir, runs_dir or ".")).as_posix()
+
+
+def _night_row(night: Night, run_path: str | None) -> NightRow:
     units = latest_attempts(night.records)
     categories = sorted({r.category for r in units})
     return NightRow(
@@ -107,44 +101,13 @@ def _night_row(night: Night) -> NightRow:
         by_category=[headline([r for r in units if r.category == c], key=c or "(none)") for c in categories],
         phones_used=sum(p.status == "used" for p in night.manifest.phones),
         phones_left_out=sum(p.status == "left_out" for p in night.manifest.phones),
+        run_dir=run_path, report=f"{run_path}/{REPORT_HTML}" if run_path is not None and night.has_report else None,
     )
 
 
-def _tallies(night: Night, labels: dict[str, str], known: dict[str, str]) -> dict[_Key, _Tally]:
-    """Judged units per pair; a pair with only skips and errors is present with nothing judged. The model comes
-    from the night's own manifest, else from another night's; a phone of unknown model is a group of its own."""
-    models = {**known, **_models([night])}
-    out: dict[_Key, _Tally] = {}
-    for r in latest_attempts(night.records):
-        phone = labels.get(r.device, r.device) if r.lane == "android" else r.device
-        group = models.get(r.device, phone) if r.lane == "android" else r.device
-        tally = out.setdefault((r.lane, r.task_id, r.instance, group), _Tally())
-        if r.outcome in ("skipped", "error"):
-            continue
-        tally.judged_by.add(phone)
-        if initial_passed(r):
-            tally.passed += 1
-        else:
-            tally.failed += 1
-            tally.reasons.append(r.reasons[0] if r.reasons else r.outcome)
-    return out
-
-
-def _change(kind: str, key: _Key, before: _Tally | None, after: _Tally | None) -> PairChange:
-    b, a = before or _Tally(), after or _Tally()
-    return PairChange.model_validate({
-        "kind": kind, "lane": key[0], "task_id": key[1], "instance": key[2], "group": key[3],
-        "before_passed": b.passed, "before_failed": b.failed, "after_passed": a.passed, "after_failed": a.failed,
-        "phones": sorted((a if kind != "gone" else b).judged_by), "reasons": a.reasons,
-    })
-
-
-def _before(tally: _Tally | None) -> Before:
-    if tally is None:
-        return "absent"
-    if not tally.passed + tally.failed:
-        return "no verdict"
-    return "passed" if not tally.failed else "failed"
+def _phone(labels: dict[str, str]) -> Callable[[Record], str]:
+    """A record's phone by its stable name on the android lane, its device off it."""
+    return lambda r: labels.get(r.device, r.device) if r.lane == "android" else r.device
 
 
 def _health(nights: Sequence[Night], labels: dict[str, str]) -> list[HealthChange]:
@@ -166,34 +129,15 @@ def _health(nights: Sequence[Night], labels: dict[str, str]) -> list[HealthChang
     return out
 
 
-def _compare(before: dict[_Key, _Tally], after: dict[_Key, _Tally]) -> tuple[int, list[PairChange], list[FlakyTask]]:
-    """Pairs judged on both nights, the changed pairs (in key order), and the newly flaky pairs."""
-    paired, changes, flaky = 0, list[PairChange](), list[FlakyTask]()
-    for key in sorted(set(before) | set(after)):
-        b, a = before.get(key), after.get(key)
-        b_judged, a_judged = bool(b and b.passed + b.failed), bool(a and a.passed + a.failed)
-        if a is not None and a_judged and b is None:
-            changes.append(_change("new", key, b, a))
-        elif b is not None and b_judged and a is None:
-            changes.append(_change("gone", key, b, a))
-        elif a is not None and b is not None and a_judged and b_judged:
-            paired += 1
-            if not b.failed and a.failed:
-                changes.append(_change("regression", key, b, a))
-            elif b.failed and not a.failed:
-                changes.append(_change("fix", key, b, a))
-        if a is not None and a.passed and a.failed and not (b is not None and b.passed and b.failed):
-            flaky.append(FlakyTask(lane=key[0], task_id=key[1], instance=key[2], group=key[3], passed=a.passed,
-                                   failed=a.failed, before=_before(b)))
-    return paired, changes, flaky
-
-
 def build_history(
     nights: Sequence[Night], *, label: str | None = None, runs_dir: str = "", include_holdout: bool = False,
-    warnings: Sequence[str] = (),
+    warnings: Sequence[str] = (), flaky_nights: int = DEFAULT_FLAKY_NIGHTS,
 ) -> History:
-    """The history of `nights` (oldest first): rates per night, and the newest night against the previous one
-    (rules in the module docstring)."""
+    """The history of `nights` (oldest first): rates per night, the newest night against the previous one (rules
+    in the module docstring), flaky tasks over the last `flaky_nights` nights (at least 2; at most the nights
+    given) and the task × night grid (`farm.report.history_grid`)."""
+    if flaky_nights < 2:
+        raise ValueError(f"flaky_nights must be at least 2, not {flaky_nights}")
     # A night's written headline is its number only when it counts holdout as this history does.
     nights = [n if n.written is None or (n.written.holdout == "counted") == include_holdout
               else replace(n, written=None) for n in nights]
@@ -201,28 +145,32 @@ def build_history(
     if not include_holdout:
         # As the reports do: the holdout pool is for release decisions, not for nightly watching.
         hidden = sum(len(latest_attempts(r for r in n.records if r.partition == "holdout")) for n in nights)
-        nights = [Night(n.manifest, [r for r in n.records if r.partition != "holdout"], n.written) for n in nights]
+        nights = [replace(n, records=[r for r in n.records if r.partition != "holdout"]) for n in nights]
     phones = phone_ids(nights)
-    labels, known = {s: p.name for s, p in phones.items()}, _models(nights)
-    paired, changes, flaky = 0, list[PairChange](), list[FlakyTask]()
+    labels = {s: p.name for s, p in phones.items()}
+    phone = _phone(labels)
+    paired, changes = 0, list[PairChange]()
     if len(nights) >= 2:
-        paired, changes, flaky = _compare(_tallies(nights[-2], labels, known), _tallies(nights[-1], labels, known))
+        paired, changes = compare_pairs(*(pair_tallies(n.records, phone) for n in nights[-2:]))
     kinds = {k: [c for c in changes if c.kind == k] for k in ("regression", "fix", "new", "gone")}
     errors = [
-        ErrorUnit(lane=r.lane, task_id=r.task_id, instance=r.instance, repeat=r.repeat,
-                  phone=labels.get(r.device, r.device) if r.lane == "android" else r.device,
+        ErrorUnit(lane=r.lane, task_id=r.task_id, instance=r.instance, repeat=r.repeat, phone=phone(r),
                   reason=r.reasons[0] if r.reasons else "infrastructure error")
         for r in sorted(latest_attempts(nights[-1].records) if nights else [], key=lambda r: r.unit_key())
         if r.outcome == "error"
     ]
+    paths = [_run_path(n, runs_dir) for n in nights]
     return History(
         label=label, runs_dir=runs_dir, include_holdout=include_holdout, hidden_holdout=hidden,
-        nights=[_night_row(n) for n in nights], newest=nights[-1].manifest.run_id if nights else None,
+        nights=[_night_row(n, path) for n, path in zip(nights, paths, strict=True)],
+        newest=nights[-1].manifest.run_id if nights else None,
         previous=nights[-2].manifest.run_id if len(nights) >= 2 else None, paired=paired,
         regressions=kinds["regression"], fixes=kinds["fix"], new=kinds["new"], gone=kinds["gone"],
         mcnemar_p=mcnemar_exact(len(kinds["regression"]), len(kinds["fix"])) if len(nights) >= 2 else None,
-        flaky=flaky, errors=errors, health=_health(nights, labels), warnings=list(warnings),
+        errors=errors, health=_health(nights, labels), warnings=list(warnings),
         phones=phone_rows(phones),
+        **grid([NightUnits(n.manifest.run_id, path, n.records) for n, path in zip(nights, paths, strict=True)],
+               phone, k=min(flaky_nights, len(nights)), regressions=kinds["regression"]),
     )
 
 
@@ -268,7 +216,7 @@ def select_runs(runs_dir: Path, *, label: str | None, last: int) -> tuple[list[t
 
 # The columns a headline reads, from the reports' reader (`duck.report_records`).
 _READ = ("run", "lane", "device", "task_id", "instance", "repeat", "category", "partition", "expect", "outcome",
-         "passed", "reason", "takeover_kind", "attempt", "execution")
+         "passed", "reason", "takeover_kind", "attempt", "execution", "evidence")
 
 
 def read_night(run_dir: Path, manifest: Manifest) -> tuple[Night, list[str]]:
@@ -298,12 +246,13 @@ def read_night(run_dir: Path, manifest: Manifest) -> tuple[Night, list[str]]:
                 f"{'.'.join(map(str, err['loc']))}: {err['msg']}", hint="records must follow farm/results/record.py",
             ) from None
     written = read_headline(run_dir)
-    return (Night(manifest, records, written),
+    return (Night(manifest, records, written, run_dir=run_dir, has_report=(run_dir / REPORT_HTML).is_file()),
             [w for path, damage in source.damaged for w in damage_text(path, damage)])
 
 
 def load_history(
-    runs_dir: Path, *, label: str | None = None, last: int = DEFAULT_LAST, include_holdout: bool | None = None
+    runs_dir: Path, *, label: str | None = None, last: int = DEFAULT_LAST, include_holdout: bool | None = None,
+    flaky_nights: int = DEFAULT_FLAKY_NIGHTS,
 ) -> History:
     """`build_history` over the last `last` runs labelled `label` under `runs_dir` (see `select_runs`); holdout
     counted as the runs planned it (`holdout_counted`) unless `include_holdout` says otherwise."""
@@ -316,4 +265,4 @@ def load_history(
         nights.append(night)
         warnings.extend(damaged)
     return build_history(nights, label=label, runs_dir=str(runs_dir), include_holdout=include_holdout,
-                         warnings=warnings)
+                         warnings=warnings, flaky_nights=flaky_nights)

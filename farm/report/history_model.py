@@ -1,4 +1,9 @@
-"""The typed outputs of `farm history`: one row per night, the pair changes, flaky tasks, errors, health."""
+"""The typed outputs of `farm history`: one row per night, the pair changes, flaky tasks, the task × night grid,
+errors, health.
+
+Links (`NightRow.report`, `UnitLink.evidence`) are paths relative to `History.runs_dir`, with `/` separators; the
+renderings make them relative to the file they are written into.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from farm.report.model import PhoneRow, RateRow
 
 RunStatus = Literal["running", "finished", "failed", "interrupted"]
-Before = Literal["passed", "failed", "no verdict", "absent"]
 
 
 class _M(BaseModel):
@@ -33,6 +37,10 @@ class NightRow(_M):
     """Phones the manifest lists as used."""
     phones_left_out: int
     """Phones the manifest lists as left out by the health gate."""
+    run_dir: str | None = None
+    """The run's directory relative to `History.runs_dir`; null for a night not read from disk."""
+    report: str | None = None
+    """The night's current report (`report.html`) relative to `History.runs_dir`; null when it has none."""
 
 
 class _Task(_M):
@@ -46,11 +54,12 @@ class _Task(_M):
 
 class _Pair(_Task):
     group: str
-    """Phone model (android) or device name (other lanes)."""
+    """The phone's stable name (`farm.phone_name`) on the android lane; the device (web backend, desktop machine)
+    off it."""
 
 
 class PairChange(_Pair):
-    """A pair (task × phone model, or task × device off the android lane) that changed from the previous night."""
+    """A pair (task × phone, or task × device off the android lane) that changed from the previous night."""
 
     kind: Literal["regression", "fix", "new", "gone"]
     """What changed (rules in the module docstring)."""
@@ -63,20 +72,83 @@ class PairChange(_Pair):
     after_failed: int
     """Judged units that failed on the newest night."""
     phones: list[str]
-    """Phone labels (or devices) judged on the newest night, or on the previous one for `gone`."""
+    """The pair's phone (or device) when it was judged on the newest night, or on the previous one for `gone`."""
     reasons: list[str]
     """First reason of each unit that failed on the newest night."""
 
 
-class FlakyTask(_Pair):
-    """A pair whose judged units disagree on the newest night and did not on the previous one."""
+class NightCount(_M):
+    """A task's units on one night."""
 
+    run_id: str
+    """The night (run id)."""
     passed: int
-    """Judged units that passed on the newest night."""
-    failed: int
-    """Judged units that failed on the newest night."""
-    before: Before
-    """The pair on the previous night: all passed, all failed, only skips/errors, or no unit at all."""
+    """Judged units that passed (verdict before human re-judgement)."""
+    judged: int
+    """Units judged: attempted, neither skipped nor an infrastructure error."""
+    errors: int
+    """Infrastructure errors (never judged)."""
+    skipped: int
+    """Units skipped (never judged)."""
+
+
+class UnitLink(_M):
+    """A unit of a task × night cell that did not pass, and where its run record is."""
+
+    phone: str
+    """The phone's stable name (`farm.phone_name`) or device."""
+    repeat: int
+    """Repeat index."""
+    status: Literal["failed", "error"]
+    """Judged and not passed, or an infrastructure error."""
+    reason: str
+    """First reason recorded (the outcome when none)."""
+    evidence: str | None
+    """The unit's run record (`Record.evidence` under the night's run directory); null when the record names none,
+    or a path that is not linked (absolute, going up with `..`, or with control characters)."""
+
+
+class TaskCell(NightCount):
+    """One cell of the task × night grid."""
+
+    units: list[UnitLink]
+    """Units that did not pass (by phone, repeat), at most `farm.report.history_grid.MAX_CELL_UNITS`."""
+    units_more: int
+    """Units that did not pass beyond those listed."""
+
+
+class TaskRow(_Task):
+    """One task (lane, task, instance) of the task × night grid."""
+
+    category: str
+    """Task category (as the newest night that ran the task recorded it)."""
+    flaky: bool
+    """Flaky over the last `History.flaky_nights` nights (the rule of `History.flaky`, which may list fewer)."""
+    regressed: bool
+    """A pair of the task is in `History.regressions`."""
+    cells: list[TaskCell]
+    """One per night of `History.task_nights`, oldest first; a night without the task has all counts 0."""
+
+
+class FlakyTask(_Task):
+    """A task whose judged units disagree over the last `History.flaky_nights` nights: within a night (phones,
+    repeats) or from one night to another."""
+
+    category: str
+    """Task category (as the newest night that ran the task recorded it)."""
+    new: bool
+    """Flaky over the last nights, and not over the same number of nights ending with the previous one."""
+    nights_mixed: int
+    """Nights whose judged units both passed and failed."""
+    nights_passed: int
+    """Nights whose judged units all passed."""
+    nights_failed: int
+    """Nights whose judged units all failed."""
+    phones: list[str]
+    """Phones (or devices) whose own judged units disagree over those nights: the flaky pairs. Empty when each
+    phone is steady and only the phones differ."""
+    cells: list[NightCount]
+    """The task on each of those nights, oldest first."""
 
 
 class ErrorUnit(_Task):
@@ -138,8 +210,19 @@ class History(_M):
     """Pairs judged on the newest night that had no unit on the previous one."""
     gone: list[PairChange]
     """Pairs judged on the previous night that have no unit on the newest one."""
+    flaky_nights: int
+    """Nights over which flakiness is judged: the last K of these nights (`--flaky-nights`, at most the nights
+    read)."""
     flaky: list[FlakyTask]
-    """Newly flaky pairs of the newest night."""
+    """Flaky tasks (newly flaky first, then by task), at most `farm.report.history_grid.MAX_TASK_ROWS`."""
+    flaky_more: int
+    """Flaky tasks beyond those listed."""
+    task_nights: list[str]
+    """The nights (run ids, oldest first) that are the columns of the task × night grid."""
+    tasks: list[TaskRow]
+    """The task × night grid: flaky or regressed tasks first, then by task id; at most `MAX_TASK_ROWS` rows."""
+    tasks_more: int
+    """Tasks of those nights beyond the rows listed."""
     errors: list[ErrorUnit]
     """Infrastructure errors of the newest night."""
     health: list[HealthChange]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from farm.report.charts import VERDICT_SYMBOLS, VERDICT_WORDS, duration
 from farm.report.headline import headline_text
 from farm.report.model import CountRow, OverrideRow, ReportData, SinceRow, SumRow
+from farm.report.run_setup import differences_text, setup_text
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -86,16 +87,40 @@ def headline_notes(data: ReportData, esc: Callable[[object], str] = _plain) -> l
 
 
 def since_text(s: SinceRow, rate: float | None, esc: Callable[[object], str] = _plain) -> str:
-    """`Since RUN (date): rate A → B; N regressed (…), M fixed (…) over P pairs judged in both runs.`"""
+    """`Since RUN (date): rate A → B; N regressed (…), M fixed (…) over P pairs judged in both runs. Like with
+    like: same label …; lane …; holdout ….`"""
 
     def named(count: int, names: list[str]) -> str:
         more = f", … {count - len(names)} more" if count > len(names) else ""
         return f" ({', '.join(esc(n) for n in names)}{more})" if names else ""
 
+    changed = s.tasks_changed
     return (f"Since {esc(s.previous_run)} ({esc(s.previous_created_at[:10])}): rate {pct(s.previous.rate)} → "
             f"{pct(rate)}; {s.regressions} regressed{named(s.regressions, s.regressed)}, {s.fixes} fixed"
-            f"{named(s.fixes, s.fixed)}, over {s.paired} task × phone-model pairs judged in both runs"
-            + (f" (exact McNemar p = {s.mcnemar_p:.3g})." if s.mcnemar_p is not None else "."))
+            f"{named(s.fixes, s.fixed)}, over {s.paired} task × phone pairs judged in both runs"
+            + (f" (exact McNemar p = {s.mcnemar_p:.3g})." if s.mcnemar_p is not None else ".")
+            + (f" Like with like: {esc(s.compared)}." if s.compared else "")
+            + (f" {changed} task{'' if changed == 1 else 's'} changed between the runs, not paired." if changed
+               else ""))
+
+
+def side_headlines(data: ReportData) -> list[str]:
+    """A comparison's headline, one line per run (`A — ra: planned …`), each as that run's own report writes
+    it; empty for one run. The two runs pooled are no headline."""
+    c = data.comparison
+    if c is None:
+        return []
+    return [f"A — {c.run_a}: {headline_text(c.side_a)}", f"B — {c.run_b}: {headline_text(c.side_b)}"]
+
+
+def compared_lines(data: ReportData) -> list[str]:
+    """What each run of a comparison measured, and where they differ (`A and B differ in executor (…)`)."""
+    c = data.comparison
+    if c is None:
+        return []
+    last = (differences_text(c.differences) if c.differences
+            else "A and B measured alike: the same label, lanes, settings and holdout policy.")
+    return [f"A — {c.run_a}: {setup_text(c.setup_a)}", f"B — {c.run_b}: {setup_text(c.setup_b)}", last]
 
 
 def category_change(o: OverrideRow) -> str:
@@ -152,7 +177,7 @@ def template_globals(data: ReportData) -> dict[str, object]:
         "category_change": category_change, "evidence_href": evidence_href,
         "run_label": lambda run: run_label(data, run),
         "symbols": VERDICT_SYMBOLS, "words": VERDICT_WORDS, "table_rows": table_rows, "duration": duration,
-        "two_runs": len(data.runs) > 1,
+        "two_runs": len(data.runs) > 1, "side_headlines": side_headlines(data), "compared": compared_lines(data),
     }
 
 

@@ -7,35 +7,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from farm.report.glance import Grid, Timeline
 from farm.report.lanes import LaneSection
 from farm.report.paired import Comparison
+from farm.report.rate import RateRow as RateRow  # re-exported: every surface imports it from here
 
 
 class _M(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class RateRow(_M):
-    """Pass rate of one group (a category, a pool, a phone, an expected outcome)."""
-
-    key: str
-    """Group value (category name, device label…)."""
-    planned: int
-    """Units selected (skips included)."""
-    skipped: int
-    """Units not attempted (planned − attempted)."""
-    attempted: int
-    """Attempts that ran (skips excluded, infrastructure errors included)."""
-    passed: int
-    """Attempts with a final verdict of pass."""
-    errors: int
-    """Infrastructure errors among the attempts."""
-    unfinished: int = 0
-    """Planned units with no record yet (a run stopped before they ran); part of planned, not of attempted."""
-    rate: float | None
-    """passed / attempted; null when nothing ran."""
-    low: float | None
-    """Wilson 95 % lower bound."""
-    high: float | None
-    """Wilson 95 % upper bound."""
 
 
 class CountRow(_M):
@@ -260,7 +236,7 @@ class MarkerRow(_M):
 
 
 class SinceRow(_M):
-    """This run against the previous comparable one."""
+    """This run against the previous comparable one (`farm.report.since`: like with like only)."""
 
     previous_run: str
     """The previous comparable run's id."""
@@ -269,17 +245,22 @@ class SinceRow(_M):
     previous: RateRow
     """Its headline."""
     paired: int
-    """Pairs (lane, task, instance, phone model) judged in both runs."""
+    """Pairs (`farm history`'s: lane, task, instance, phone) judged in both runs."""
     regressions: int
     """Pairs that passed there and fail here."""
     fixes: int
     """Pairs that failed there and pass here."""
     regressed: list[str] = Field(default_factory=list)
-    """`task on phone model` of the first regressions."""
+    """`task on phone` of the first regressions."""
     fixed: list[str] = Field(default_factory=list)
-    """`task on phone model` of the first fixes."""
+    """`task on phone` of the first fixes."""
     mcnemar_p: float | None = None
     """Exact McNemar p over the paired units (None without a discordant pair)."""
+    compared: str = ""
+    """What both runs share, which made them comparable: label, each lane with its settings (executor, split,
+    set…), holdout policy (`farm.report.since.compared_text`)."""
+    tasks_changed: int = 0
+    """Tasks of both runs whose file changed between them (another version of the task): not paired."""
 
 
 class ReportData(_M):

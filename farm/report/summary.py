@@ -21,9 +21,13 @@ class ReportSummary(BaseModel):
     """Paths of the files written (report.md, report.html, junit.xml, scores.csv…)."""
     include_holdout: bool
     """Whether holdout-pool results are counted."""
-    headline: RateRow
-    """planned / skipped / attempted / errors / passed and the pass rate with its Wilson 95 % interval, as the
-    report's headline shows them (final verdicts, after human re-judgement)."""
+    headline: RateRow | None
+    """One run: planned / skipped / attempted / errors / passed and the pass rate with its Wilson 95 % interval,
+    as the report's headline shows them (final verdicts, after human re-judgement). Two runs: null — a comparison
+    has no pooled headline; each side's is in `headlines`."""
+    headlines: list[RateRow]
+    """Each run's own headline, in the order of `runs` (keyed by its run id), counted as its single-run report
+    counts it."""
     comparison: Comparison | None
     """Two runs: the paired comparison on their common units; null for one run."""
     warnings: list[str]
@@ -34,5 +38,7 @@ def report_summary(run_dirs: Sequence[Path], reports: Sequence[Path], data: Repo
     """The summary of reports just written for `run_dirs`: the numbers they show (`data`), not a recount."""
     return ReportSummary(
         runs=[d.name for d in run_dirs], reports=[str(p) for p in reports], include_holdout=data.include_holdout,
-        headline=data.overall, comparison=data.comparison, warnings=list(data.warnings),
+        headline=data.overall if data.comparison is None else None,
+        headlines=[data.overall] if data.comparison is None else [data.comparison.side_a, data.comparison.side_b],
+        comparison=data.comparison, warnings=list(data.warnings),
     )

@@ -89,6 +89,7 @@ def test_report_json_names_the_files_and_the_headline(tmp_path: Path) -> None:
     assert [Path(p).name for p in summary.reports] == ["report.md", "report.html", "junit.xml", "scores.csv"]
     assert all((tmp_path / p).is_file() for p in summary.reports)
     h = summary.headline
+    assert h is not None and summary.headlines == [h]
     assert (h.planned, h.skipped, h.attempted, h.errors, h.passed) == (4, 1, 3, 1, 1)
     assert h.rate is not None and abs(h.rate - 1 / 3) < 1e-9
     # The damaged line is a warning on stderr (and in the summary), never text mixed into the JSON.
@@ -103,6 +104,12 @@ def test_report_json_of_two_runs_carries_the_comparison(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     summary = ReportSummary.model_validate(strict_json(proc.stdout))
     assert summary.comparison is not None and (summary.comparison.only_a, summary.comparison.only_b) == (0, 1)
+    # A comparison has no pooled headline: one per side, each as that run's own report counts it.
+    assert summary.headline is None
+    alone = [ReportSummary.model_validate(strict_json(farm(tmp_path, "report", run, "--json").stdout))
+             for run in ("ra", "rb")]
+    assert [(h.key, h.passed, h.attempted) for h in summary.headlines] == [("ra", 1, 2), ("rb", 2, 2)]
+    assert [h.model_copy(update={"key": "all"}) for h in summary.headlines] == [s.headline for s in alone]
 
 
 def test_devices_json_lists_the_phone_with_its_health(virtual_farm: FarmFactory, tmp_path: Path) -> None:

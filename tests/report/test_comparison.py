@@ -57,8 +57,8 @@ def test_regressed_and_fixed_units_are_listed_by_task_and_phone(tmp_path: Path) 
     assert c is not None
     assert [(r.task_id, r.device) for r in c.regressed] == [("r2", "Pixel 8 · SER1"), ("w1", "Pixel 8 · SER1"),
                                                            ("w2", "Galaxy · SER2")]
-    assert [(r.task_id, r.device, r.outcome_a, r.outcome_b) for r in c.fixed] == [
-        ("r3", "Galaxy · SER2", "failed", "succeeded")]
+    assert [(r.task_id, r.device, r.verdict_a, r.verdict_b, r.outcome_a, r.outcome_b) for r in c.fixed] == [
+        ("r3", "Galaxy · SER2", "failed", "passed", "failed", "succeeded")]
     assert (c.regressed_total, c.fixed_total) == (3, 1)
     # The reason shown is the failing side's.
     assert c.regressed[0].reason == "r2 failed in rb" and c.fixed[0].reason == "r3 failed in ra"

@@ -12,6 +12,7 @@ import pytest
 from farm.errors import FarmError
 from farm.report.history import default_out_dir, render_history_html, render_history_markdown, write_history
 from farm.report.history_data import History, load_history
+from tests.helpers.history_nights import SIX, passes
 from tests.helpers.nights import night_records, write_night
 
 FARM = Path(sys.executable).with_name("farm")
@@ -43,9 +44,46 @@ def test_markdown_has_a_row_per_night_and_marks_the_interrupted_one(tmp_path: Pa
 def test_markdown_lists_the_regression_and_the_mcnemar_p(tmp_path: Path) -> None:
     md = render_history_markdown(_history(tmp_path))
     assert "### Regressions (1)" in md
-    assert "| t-reg | android | Galaxy S24 | 1/1 passed | 0/1 passed | Galaxy S24 · G1 | failed |" in md
+    assert "| t-reg | android | Galaxy S24 · G1 | 1/1 passed | 0/1 passed | failed |" in md
     assert "regressions 1 · fixes 0 · exact McNemar p = 1 " in md
     assert "### Fixes (0)" in md
+
+
+def test_markdown_says_pairs_are_task_by_phone(tmp_path: Path) -> None:
+    md = render_history_markdown(_history(tmp_path))
+    assert "Pairs are task × phone (task × device off the android lane)" in md
+    assert "phone model" not in md
+
+
+def test_markdown_lists_a_persistently_flaky_task_and_a_new_one(tmp_path: Path) -> None:
+    for day in (1, 2):
+        verdicts = {**passes("read/system", 3), **passes("t-new", 6 if day == 1 else 4)}
+        write_night(tmp_path, f"n{day}", night_records(f"n{day}", verdicts), day=day, phones=SIX)
+    md = render_history_markdown(load_history(tmp_path))
+    assert "## Flaky (2)" in md
+    assert "| t-new | android | read/system | new | 1 | 1 | 0 | 6/6 · 4/6 | Pixel 8 · S5, Pixel 8 · S6 |" in md
+    assert "| read/system | android | read/system |  | 2 | 0 | 0 | 3/6 · 3/6 |  |" in md
+
+
+def test_markdown_has_a_task_row_with_a_cell_per_night(tmp_path: Path) -> None:
+    md = render_history_markdown(_history(tmp_path))
+    assert "## Tasks night by night (2)" in md
+    assert "| task | lane | category | flags | n1 | n2 | n3 ⚠ interrupted |" in md
+    assert "| t-ok | android | read/system |  | 1/1 | 1/1 | 1/1 |" in md
+
+
+def test_a_cell_marks_infrastructure_errors(tmp_path: Path) -> None:
+    write_night(tmp_path, "n1", night_records("n1", {("t", "P1"): True, ("t", "P2"): "error"}), day=1)
+    md = render_history_markdown(load_history(tmp_path))
+    assert ('| t | android | read/system |  | 1/1 e1'
+            ' [⚠](n1/android/P2/t/run "Pixel 8 · P2 · repeat 1: error on P2") |') in md
+
+
+def test_the_task_rows_beyond_the_cap_are_counted(tmp_path: Path) -> None:
+    h = _history(tmp_path)
+    md = render_history_markdown(h.model_copy(update={"tasks_more": 7}))
+    assert "## Tasks night by night (9)" in md
+    assert "2 shown, 7 more tasks not shown." in md
 
 
 def test_both_outputs_say_re_judgement_is_not_applied(tmp_path: Path) -> None:
@@ -114,7 +152,9 @@ def test_cli_writes_both_files_into_the_default_directory_and_prints_them(tmp_pa
     assert proc.returncode == 0, proc.stderr
     out = tmp_path / "history" / "nightly-n3"
     assert proc.stdout.splitlines() == [str(out / "history.md"), str(out / "history.html")]
-    assert "### Regressions (1)" in (out / "history.md").read_text(encoding="utf-8")
+    md = (out / "history.md").read_text(encoding="utf-8")
+    # Done when: right after a sweep, a persistent flaky task and a regression are listed.
+    assert "### Regressions (1)" in md and "## Flaky (1)" in md
 
 
 def test_cli_rewrites_the_labels_own_history_right_after_a_sweep_wrote_it(tmp_path: Path) -> None:
@@ -144,6 +184,37 @@ def test_cli_json_prints_the_history_and_writes_nothing(tmp_path: Path) -> None:
     data = json.loads(proc.stdout)
     assert data["newest"] == "n3" and len(data["regressions"]) == 1
     assert not (tmp_path / "history").exists()
+
+
+def test_cli_json_has_the_grid_and_the_links(tmp_path: Path) -> None:
+    _history(tmp_path)
+    (tmp_path / "n3" / "report.html").write_text("<html></html>", encoding="utf-8")
+    data = json.loads(_farm("--label", "nightly", "--runs-dir", str(tmp_path), "--json").stdout)
+    assert [n["report"] for n in data["nights"]] == [None, None, "n3/report.html"]
+    assert data["task_nights"] == ["n1", "n2", "n3"] and data["flaky_nights"] == 3
+    reg = next(t for t in data["tasks"] if t["task_id"] == "t-reg")
+    assert reg["regressed"] and reg["cells"][2]["units"][0]["evidence"] == "n3/android/G1/t-reg/run"
+
+
+def test_cli_flaky_nights_narrows_the_window(tmp_path: Path) -> None:
+    _history(tmp_path)
+    data = json.loads(_farm("--label", "nightly", "--runs-dir", str(tmp_path), "--json", "--flaky-nights", "2").stdout)
+    assert data["flaky_nights"] == 2
+    assert [(f["task_id"], len(f["cells"])) for f in data["flaky"]] == [("t-reg", 2)]
+
+
+def test_cli_refuses_flaky_nights_below_2_with_exit_2(tmp_path: Path) -> None:
+    _history(tmp_path)
+    proc = _farm("--label", "nightly", "--runs-dir", str(tmp_path), "--flaky-nights", "1")
+    assert proc.returncode == 2
+    assert "--flaky-nights" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_cli_default_flaky_nights_matches_the_library() -> None:
+    from farm.cli.history import DEFAULT_FLAKY_NIGHTS as CLI_DEFAULT
+    from farm.report.history_grid import DEFAULT_FLAKY_NIGHTS
+
+    assert CLI_DEFAULT == DEFAULT_FLAKY_NIGHTS
 
 
 def test_cli_without_matching_runs_exits_2_naming_the_label_and_the_place(tmp_path: Path) -> None:
