@@ -7,13 +7,15 @@ what a flaky link or a crashing app does to them. `make fuzz` runs these with ma
 from __future__ import annotations
 
 import codecs
+import re
 import time
 from collections.abc import Callable
 
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from farm.android.instrument_parser import InstrumentEvent, InstrumentParser, parse_text
+from farm.android.instrument_events import VALUE_LIMIT
+from farm.android.instrument_parser import LINE_LIMIT, InstrumentEvent, InstrumentParser, parse_text
 from tests.helpers.fuzz import chunkings, line_mutations, split_at
 from tests.helpers.shared_data import SHARED_DATA
 
@@ -26,9 +28,10 @@ CAPTURES: dict[str, str] = {
 _CAPTURE = st.sampled_from(sorted(CAPTURES) or ["(none)"])
 
 _STATUSES = {"passed", "failed", "ignored", "assumption_failure", "incomplete"}
+_JAVA_TRIM = "".join(map(chr, range(0x21)))
 _PREFIXES = ("INSTRUMENTATION_STATUS: ", "INSTRUMENTATION_STATUS_CODE: ", "INSTRUMENTATION_RESULT: ",
              "INSTRUMENTATION_CODE: ", "INSTRUMENTATION_FAILED: ", "INSTRUMENTATION_ABORTED: ")
-_KEYS = ("class", "test", "current", "numtests", "id", "stack", "stream", "Error", "shortMsg", "")
+_KEYS = ("class", "test", "current", "numtests", "id", "stack", "stream", "Error", "shortMsg", "longMsg", "")
 _CODE_TEXT = st.one_of(
     st.sampled_from(("1", "2", "0", "-1", "-2", "-3", "-4", "-", "", " 0 ", "x", "3", "-5", "0x1", "1e3")),
     st.integers().map(str),
@@ -43,7 +46,10 @@ PROTOCOL_LINE = st.one_of(
     _CODE_TEXT.map(lambda c: f"INSTRUMENTATION_CODE: {c}"),
     st.builds(lambda p, v: p + v, st.sampled_from(_PREFIXES), st.text(max_size=12)),
     st.sampled_from(("", "\r", "\tat org.junit.Assert.fail(Assert.java:89)", "INSTRUMENTATION_STATUS:",
-                     "INSTRUMENTATION_STATUS_CODE:", "INSTRUMENTATION_STATUS: =", "INSTRUMENTATION_STATUS: test")),
+                     "INSTRUMENTATION_STATUS_CODE:", "INSTRUMENTATION_STATUS: =", "INSTRUMENTATION_STATUS: test",
+                     "onError: commandError=false message=INSTRUMENTATION_ABORTED: System has crashed.",
+                     "INSTRUMENTATION_ABORTED: System has crashed.", "Fatal exception when running tests",
+                     "There were 2 failures:")),
     st.text(max_size=20),
 )
 
@@ -67,33 +73,36 @@ def fed(chunks: list[str]) -> list[InstrumentEvent]:
 def assert_well_formed(events: list[InstrumentEvent]) -> None:
     """The event grammar every listener relies on, whatever the input was.
 
-    Runs start before anything else happens in them; at most one test is open and it is the one that ends; a run
-    fails at most once; nothing ends a run while a test is open; after `close()` no test is left open and every
-    run is settled (ended, or failed because the output stopped).
+    Runs start before anything else happens in them; a test ends only while it is open and is not started again
+    while open (tests may overlap, as ddmlib reports them), so each start has exactly one end and a progress
+    counter fed with the ends counts every test once; a run fails at most once; nothing fails or ends a run
+    while a test is open; after `close()` no test is left open and every run is settled (ended, or failed
+    because the output stopped).
     """
     assert events, "a closed parser always reports something (at least a failed run)"
-    in_run, failed, open_test = False, False, None
+    in_run, failed = False, False
+    open_tests: set[tuple[str | None, str | None]] = set()
     for i, e in enumerate(events):
         where = f"event {i}: {e.as_json()}"
         if e.event == "run_started":
             assert not in_run, where
             assert e.test_count is not None and e.test_count >= 0, where
-            in_run, failed, open_test = True, False, None
+            in_run, failed = True, False
             continue
         assert in_run, where
         if e.event == "test_started":
-            assert open_test is None, where
-            open_test = (e.cls, e.test)
+            assert (e.cls, e.test) not in open_tests, where
+            open_tests.add((e.cls, e.test))
         elif e.event == "test_ended":
-            assert open_test == (e.cls, e.test) and e.status in _STATUSES, where
-            open_test = None
+            assert (e.cls, e.test) in open_tests and e.status in _STATUSES, where
+            open_tests.discard((e.cls, e.test))
         elif e.event == "run_failed":
-            assert open_test is None and not failed and e.reason is not None, where
+            assert not open_tests and not failed and e.reason is not None, where
             failed = True
         else:
-            assert e.event == "run_ended" and open_test is None, where
+            assert e.event == "run_ended" and not open_tests, where
             in_run = False
-    assert open_test is None, "a test was left open at the end of the stream"
+    assert not open_tests, "a test was left open at the end of the stream"
     assert not in_run or failed, "the last run was neither ended nor failed"
 
 
@@ -135,6 +144,9 @@ def test_any_bytes_decoded_as_the_executor_decodes_them_never_raise(raw: bytes, 
 
 @given(st.sampled_from(["1", "2", "0", "-1", "-2", "-3", "-4"]) | _CODE_TEXT)
 @example("9" * 5000)  # more digits than int() reads: not a number, so an ERROR
+@example("2147483648")  # one past 32 bits: ddmlib cannot read it, so an ERROR
+@example("1_0")  # int() reads it, Java does not
+@example("\xa01")  # Java's trim() keeps a no-break space: not a number
 @example("\u0661")  # ARABIC-INDIC DIGIT ONE: int() reads it
 def test_any_status_code_ends_the_test_as_ddmlib_would_or_leaves_it_open(code: str) -> None:
     stream = (
@@ -143,10 +155,12 @@ def test_any_status_code_ends_the_test_as_ddmlib_would_or_leaves_it_open(code: s
     )
     events = parse_text(stream)
     assert_well_formed(events)
-    try:
-        number: int | None = int(code.strip())
-    except ValueError:
-        number = None
+    # ddmlib's Integer.parseInt(code.trim()): a sign and decimal digits within 32 bits, nothing else.
+    digits = code.strip(_JAVA_TRIM)
+    number: int | None = None
+    if re.fullmatch(r"[+-]?\d+", digits) and len(digits.lstrip("+-").lstrip("0")) <= 10:
+        number = int(digits)
+        number = number if -(2**31) <= number < 2**31 else None
     # START leaves the test open until the run ends it; IN_PROGRESS alone starts nothing; a code that is no number
     # is ddmlib's ERROR; an unknown number ends the test without a failure, as ddmlib's listeners record it.
     known = {1: ["incomplete"], 2: [], -1: ["failed"], -2: ["failed"], -3: ["ignored"], -4: ["assumption_failure"]}
@@ -203,6 +217,42 @@ def test_a_mutated_capture_never_raises_and_stays_well_formed(name: str, data: s
     assert_well_formed(events)
 
 
+def _bundles(text: str) -> list[tuple[int, int]]:
+    """(start, end) offsets of each whole status bundle of a capture: its key lines through its code line."""
+    out, start = [], None
+    for m in re.finditer(r"^.*(?:\n|$)", text, re.MULTILINE):
+        if not m.group():
+            continue
+        if m.group().startswith("INSTRUMENTATION_STATUS: ") and start is None:
+            start = m.start()
+        elif m.group().startswith("INSTRUMENTATION_STATUS_CODE: ") and start is not None:
+            out.append((start, m.end()))
+            start = None
+    return out
+
+
+@given(_CAPTURE, st.data())
+def test_a_status_bundle_printed_twice_in_a_row_changes_no_event(name: str, data: st.DataObject) -> None:
+    # A crash reported twice, a runner or a link that repeats itself: each test still starts, ends and is counted
+    # once (the live progress is fed with these events), and keeps what its first report said.
+    text = CAPTURES[name]
+    bundles = _bundles(text)
+    assert bundles, name
+    start, end = data.draw(st.sampled_from(bundles))
+    twice = text[:end] + text[start:end] + text[end:]
+    assert [(e.as_json(), e.stack) for e in parse_text(twice)] == [(e.as_json(), e.stack) for e in parse_text(text)]
+
+
+@given(ANY_STREAM, st.data())
+def test_the_parser_holds_at_most_a_line_and_a_value_per_key_whatever_arrives(text: str, data: st.DataObject) -> None:
+    parser = InstrumentParser()
+    for chunk in data.draw(chunkings(text)):
+        parser.feed(chunk)
+        assert parser._partial_len <= LINE_LIMIT + 1
+        for bundle in (parser._status, parser._result):
+            assert all(size <= VALUE_LIMIT for size in bundle.sizes.values())
+
+
 # --- regressions: hangs on long output (quadratic work per line and per read) -----------------------------
 
 
@@ -227,6 +277,7 @@ def test_a_long_line_arriving_in_many_reads_parses_in_linear_time() -> None:
     def feed() -> None:
         for _ in range(4096):
             parser.feed(chunk)
+            assert parser._partial_len <= LINE_LIMIT + 1  # the line is cut, not held whole
         parser.feed("\n")
         parser.close()
 
