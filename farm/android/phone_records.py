@@ -9,7 +9,8 @@ from pathlib import Path
 from farm import manifest as mf
 from farm.android.executor import ExecutorOutcome, ResolvedTask
 from farm.android.prepare import Prepared
-from farm.results.normalise import Context, error_record, normalise_file
+from farm.android.pull_limits import PullCaps, read_scores
+from farm.results.normalise import Context, error_record
 from farm.results.record import Execution, Record
 from farm.scoring.rescore import rescore_records
 from farm.taskset.loader import LoadedTask
@@ -56,14 +57,17 @@ def summary_source(raw: Path, run_dir: Path, serial: str) -> mf.OverrideSource |
 
 def phone_records(
     ctx: Context, prepared: Prepared, outcome: ExecutorOutcome | None, raw: Path, execution: Execution,
-    run_dir: Path,
+    run_dir: Path, caps: PullCaps | None = None,
 ) -> tuple[list[Record], list[str]]:
     """Records of one phone: harness skips, the pulled scores, and errors for what never finished.
 
-    Every record whose run record was pulled (`<raw>/<id>/run/`) names it as its `evidence`.
+    Every record whose run record was pulled (`<raw>/<id>/run/`) names it as its `evidence`. The scores file is
+    read streaming within `caps` (`farm.android.pull_limits`); the problems returned are its corrupt lines, then
+    one line per cap that refused lines, with the counts (the sweep puts them in the run's notes).
     """
     records = [skip_record(replace(ctx, execution=execution), lt, why) for lt, why in prepared.skipped]
-    normalised = normalise_file(raw / "scores.jsonl", ctx, "scores.jsonl")
+    scores = read_scores(raw / "scores.jsonl", ctx, "scores.jsonl", caps)
+    normalised = scores.normalised
     if any(r.execution == "simulated" for r in normalised.records):
         execution = "simulated"
         records = [r.model_copy(update={"execution": execution}) for r in records]
@@ -96,4 +100,4 @@ def phone_records(
                 expect=rt.task.expect, markers=list(rt.markers), extra=extra,
             ).model_copy(update={"execution": execution})
         )
-    return with_evidence(records, raw, run_dir), normalised.problems
+    return with_evidence(records, raw, run_dir), normalised.problems + scores.notes

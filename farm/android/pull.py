@@ -6,6 +6,12 @@ separator, a control character or `..`, a symlink (never followed), a special fi
 the size or total cap is refused and listed; nothing is ever written outside the destination
 directory. Files arrive in a temp file next to their final name and appear under it only once complete.
 
+A pull keeps what it can: an entry the phone refuses (a FAIL answering its LIST or RECV), one past a cap of
+`farm.android.pull_limits` (depth, entries per directory, entries per tree) or a path longer than the sync
+protocol carries is refused alone and listed, on a fresh stream when the old one is out of step; the rest of
+the tree is pulled. Only a phone that cannot be reached again stops the pull. Every reply is read by its id
+first (DENT, DONE, FAIL, DATA, STAT), so a FAIL is never taken for a directory entry.
+
 Speed: one `sync:` stream for the whole tree, the tree listed first, then the RECV requests
 pipelined (a bounded window of requests in flight; the phone answers them in order), so the
 phone never waits for a round trip between files. Memory stays one 64 KiB chunk plus a read buffer.
@@ -26,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+from farm.android.pull_limits import PullCaps, caps_of
 from farm.config import PullLimits
 from farm.fsutil import new_file_mode
 
@@ -36,14 +43,23 @@ _MB = 1024 * 1024
 DATA_MAX = 64 * 1024
 """Largest DATA chunk the sync protocol allows (SYNC_DATA_MAX); a bigger one is a protocol error."""
 _NAME_MAX = 4096
+"""Longest name a DENT may announce (PATH_MAX); a longer one is a protocol error, never read."""
+SYNC_PATH_MAX = 1024
+"""Longest path (bytes) a sync request may carry: adbd answers a longer one with FAIL "path too long" and ends
+the stream (`handle_sync_command`), so such a path is refused here, never sent."""
+_FAIL_MAX = DATA_MAX
+"""Longest FAIL message read (adbd's are one short line); a longer announcement is a protocol error."""
 _LOCAL_NAME_MAX = 255
 """Longest file name (bytes) the local file systems take (NAME_MAX); a phone's file system may allow longer ones."""
 _READ_BUFFER = 256 * 1024
 WINDOW_FILES = 32
 """RECV requests in flight at most; the replies wait in the adb server's flow-controlled stream, not here."""
 _HEAD = struct.Struct("<4sI")
-_DENT = struct.Struct("<4sIIII")
-_STAT = struct.Struct("<4sIII")
+_ID = 4
+_DENT_BODY = struct.Struct("<IIII")
+"""A DENT after its id: mode, size, mtime, name length (a DONE ending a listing has the same 16 zeroed bytes)."""
+_STAT_BODY = struct.Struct("<III")
+_U32 = struct.Struct("<I")
 
 
 @dataclass(frozen=True)
@@ -61,6 +77,15 @@ class SyncFail(OSError):
 
 class SyncLost(ConnectionError):
     """The sync stream ended or went out of step mid-answer (the phone went away)."""
+
+
+@dataclass(frozen=True)
+class Listing:
+    """A directory's entries as the phone listed them (`.` and `..` included), and whether the listing was cut at
+    the cap (the stream is then out of step: its rest was never read)."""
+
+    entries: list[Entry]
+    cut: bool = False
 
 
 class SyncSession:
@@ -90,25 +115,50 @@ class SyncSession:
             raise SyncLost(f"sync stream closed by the phone ({len(data or b'')} of {n} bytes)")
         return data
 
+    def _fail(self) -> SyncFail:
+        """The FAIL whose id was just read: its message (bounded), as the error for this request only."""
+        (length,) = _U32.unpack(self._read(_U32.size))
+        if length > _FAIL_MAX:
+            raise SyncLost(f"sync: FAIL announcing a {length}-byte message")
+        return SyncFail(self._read(length).decode("utf-8", "replace"))
+
     def stat(self, path: str) -> tuple[int, int]:
         """(mode, size); mode 0 when the path does not exist."""
         self.request(b"STAT", path)
-        ident, mode, size, _mtime = _STAT.unpack(self._read(_STAT.size))
+        ident = self._read(_ID)
+        if ident == b"FAIL":
+            raise self._fail()
         if ident != b"STAT":
             raise SyncLost(f"sync: unexpected {ident!r} answering STAT")
+        mode, size, _mtime = _STAT_BODY.unpack(self._read(_STAT_BODY.size))
         return mode, size
 
-    def list(self, path: str) -> list[Entry]:
-        """Entries of a directory (including `.` and `..` as adbd sends them)."""
+    def list(self, path: str, most: int | None = None) -> Listing:
+        """Entries of a directory (including `.` and `..` as adbd sends them), at most `most` besides those.
+
+        Each reply is read by its id: DENT (an entry), DONE (the end), FAIL (the phone refused this directory:
+        SyncFail with its message; real adbd then ends the stream), anything else SyncLost. Past `most` entries
+        the rest is left unread and the listing comes back `cut`: the caller opens a new stream.
+        """
         self.request(b"LIST", path)
         out: list[Entry] = []
+        named = 0
         while True:
-            ident, mode, size, _mtime, namelen = _DENT.unpack(self._read(_DENT.size))
+            ident = self._read(_ID)
+            if ident == b"FAIL":
+                raise self._fail()
+            if ident not in (b"DENT", b"DONE"):
+                raise SyncLost(f"sync: unexpected {ident!r} answering LIST")
+            mode, size, _mtime, namelen = _DENT_BODY.unpack(self._read(_DENT_BODY.size))
             if ident == b"DONE":
-                return out
-            if ident != b"DENT" or namelen > _NAME_MAX:
-                raise SyncLost(f"sync: unexpected {ident!r} ({namelen} byte name) answering LIST")
+                return Listing(out)
+            if namelen > _NAME_MAX:
+                raise SyncLost(f"sync: a {namelen}-byte name answering LIST")
             name = self._read(namelen).decode("utf-8", "surrogateescape")
+            if name not in (".", ".."):
+                named += 1
+                if most is not None and named > most:
+                    return Listing(out, cut=True)
             out.append(Entry(name, mode, size))
 
     def reply(self) -> Iterator[memoryview]:
@@ -148,6 +198,25 @@ class SyncSession:
         """A fresh stream (real adbd ends the session after answering FAIL); requests in flight are dropped."""
         self.close()
         self._open()
+
+
+class FileTooLarge(OSError):
+    """A file read whole (`read_file`) went past its cap; the rest was never read."""
+
+
+def read_file(device: AdbDevice, path: str, most: int) -> bytes:
+    """A phone's file, on its own sync stream, never more than `most` bytes held: past them it is FileTooLarge
+    (the stream is closed unread). SyncFail when the phone refuses it, SyncLost when the stream breaks."""
+    sync = SyncSession(device)
+    try:
+        data = bytearray()
+        for chunk in sync.recv(path):
+            if len(data) + len(chunk) > most:
+                raise FileTooLarge(f"larger than {most} bytes, not read")
+            data += chunk
+        return bytes(data)
+    finally:
+        sync.close()
 
 
 @dataclass
@@ -194,11 +263,15 @@ def _own_dir(path: Path) -> bool:
     return True
 
 
-def pull_tree(device: AdbDevice, remote: str, dest: Path, limits: PullLimits, *, again: bool = False) -> PullResult:
+def pull_tree(
+    device: AdbDevice, remote: str, dest: Path, limits: PullLimits, *, again: bool = False,
+    caps: PullCaps | None = None,
+) -> PullResult:
     """Copy `remote` (a directory) into `dest` (created if needed; existing files are never overwritten).
 
     Device errors never raise: a phone that goes away mid-pull ends the pull with a
     `<remote>: pull stopped (...)` entry in `refused`, and no partial file under a final name.
+    An entry the phone refuses, or one past a cap (`caps`, else `caps_of(limits)`), is refused alone.
     `again`: a later pull of the same tree, where a file already there with the phone's size is one
     an earlier pull fetched (skipped, not refused).
     """
@@ -212,7 +285,7 @@ def pull_tree(device: AdbDevice, remote: str, dest: Path, limits: PullLimits, *,
         result.refused.append(f"{remote}: {LINK_LOST} ({exc})")
         return result
     try:
-        jobs = _plan(sync, remote.rstrip("/"), dest, limits, result, again=again)
+        jobs = _plan(sync, remote.rstrip("/"), dest, limits, result, caps or caps_of(limits), again=again)
         _pull_files(sync, jobs, limits, result)
     except (AdbError, OSError, EOFError, struct.error) as exc:
         result.refused.append(f"{remote}: {PULL_STOPPED} ({exc})")
@@ -256,7 +329,8 @@ def pull_tree_retrying(
 
 
 def _plan(
-    sync: SyncSession, remote: str, dest: Path, limits: PullLimits, result: PullResult, *, again: bool = False,
+    sync: SyncSession, remote: str, dest: Path, limits: PullLimits, result: PullResult, caps: PullCaps, *,
+    again: bool = False,
 ) -> list[_Job]:
     """List the tree, create its directories, and return the files to fetch; refusals go to `result`."""
     mode, _size = sync.stat(remote)
@@ -267,20 +341,40 @@ def _plan(
     max_file = int(limits.max_file_mb * _MB)
     max_total = int(limits.max_total_mb * _MB)
     planned = 0
+    listed = 0
     jobs: list[_Job] = []
-    stack: list[tuple[str, Path]] = [(remote, dest)]
+    stack: list[tuple[str, Path, int]] = [(remote, dest, 0)]
     while stack:
-        rdir, ldir = stack.pop()
-        for entry in sync.list(rdir):
+        rdir, ldir, depth = stack.pop()
+        if listed >= caps.max_tree_entries:
+            result.refused.append(f"{rdir!r}: not listed: the tree has more than {caps.max_tree_entries} entries "
+                                  "(max_tree_entries)")
+            continue
+        listing = _list_alone(sync, rdir, caps.max_dir_entries, result)
+        if listing is None:
+            continue
+        if listing.cut:
+            result.refused.append(f"{rdir!r}: more than {caps.max_dir_entries} entries (max_dir_entries): the first "
+                                  f"{caps.max_dir_entries} are pulled, the rest not listed")
+        past_tree = 0
+        for entry in listing.entries:
             name = entry.name
             if name in (".", ".."):
                 continue
+            listed += 1
+            if listed > caps.max_tree_entries:
+                past_tree += 1
+                continue
             rpath = f"{rdir}/{name}"
             why = refuse_reason(name)
+            if why is None and len(rpath.encode("utf-8", "surrogateescape")) > SYNC_PATH_MAX:
+                why = f"path longer than {SYNC_PATH_MAX} bytes (the sync protocol's limit)"
             if why is None and stat.S_ISLNK(entry.mode):
                 why = "symlink (not followed)"
             if why is None and not (stat.S_ISDIR(entry.mode) or stat.S_ISREG(entry.mode)):
                 why = "not a regular file or directory"
+            if why is None and stat.S_ISDIR(entry.mode) and depth + 1 > caps.max_depth:
+                why = f"directory deeper than {caps.max_depth} levels (max_depth), not listed"
             if why is None and stat.S_ISREG(entry.mode) and entry.size > max_file:
                 why = f"file larger than {limits.max_file_mb:g} MB"
             local = ldir / name
@@ -295,13 +389,47 @@ def _plan(
                 # Names are single plain components and every directory below dest is a real one made
                 # or checked here, so nothing can lead outside dest; files are linked in, never through a symlink.
                 if _own_dir(local):
-                    stack.append((rpath, local))
+                    stack.append((rpath, local, depth + 1))
                 else:
                     result.refused.append(f"{rpath!r}: {local} exists and is not a directory")
             else:
                 planned += entry.size
                 jobs.append(_Job(rpath, local, entry.size))
+        if past_tree:
+            result.refused.append(f"{rdir!r}: {past_tree} entries not pulled: the tree has more than "
+                                  f"{caps.max_tree_entries} entries (max_tree_entries)")
     return jobs
+
+
+def _said(message: str) -> str:
+    """A phone's own words, quoted and short: they go to a terminal and into the run's notes."""
+    return repr(message[:200])
+
+
+def _list_alone(sync: SyncSession, rdir: str, most: int, result: PullResult) -> Listing | None:
+    """One directory's listing, or None when it is refused alone (listed in `result`) and the pull goes on.
+
+    A FAIL refuses that directory (real adbd then ends the stream: a new one is opened). A broken answer (garbage,
+    a cut) is asked again once on a new stream, then refused. When the phone cannot be reached again, opening the
+    stream raises and the pull stops, as before.
+    """
+    for attempt in (1, 2):
+        try:
+            listing = sync.list(rdir, most)
+        except SyncFail as exc:
+            result.refused.append(f"{rdir!r}: the phone refused to list it: FAIL {_said(str(exc))}")
+            sync.reopen()
+            return None
+        except SyncLost as exc:
+            sync.reopen()
+            if attempt == 2:
+                result.refused.append(f"{rdir!r}: its listing broke twice ({exc})")
+                return None
+            continue
+        if listing.cut:
+            sync.reopen()  # the rest of the listing was left unread: this stream is out of step
+        return listing
+    return None
 
 
 def _pulled_before(local: Path, size: int) -> bool:
@@ -338,7 +466,7 @@ def _pull_files(sync: SyncSession, jobs: list[_Job], limits: PullLimits, result:
             result.bytes += _receive(sync, job.local, cap, over, mode)
             result.files += 1
         except SyncFail as exc:
-            result.refused.append(f"{job.rpath!r}: {exc}")
+            result.refused.append(f"{job.rpath!r}: FAIL {_said(str(exc))}")
             # Real adbd closes the stream after a FAIL: ask again for what was in flight on a new one.
             todo.extendleft(reversed(flight))
             flight.clear()

@@ -1,25 +1,34 @@
-"""`farm pull`: collect an `eval/<run>/` tree from a phone for a run started elsewhere."""
+"""`farm pull`: collect an `eval/<run>/` tree from a phone for a run started elsewhere.
+
+A pull keeps what it can. What it refuses — tree entries (`farm.android.pull`), scores lines past a cap and an
+oversized bundle (`farm.android.pull_limits`) — is listed in `PullSummary.refused` (`farm pull` prints each on
+stderr) and in the run's notes (`manifest.notes`, which the report shows). Refusals alone do not change the exit
+status: the records that arrived are scored and the command exits as for any pull (0, or 2 for a corrupt scores
+line). A partial pull is not EXIT_UNFINISHED: that status means units left unfinished by lost phones, and a pull
+runs no unit; what it could not take is in the notes, with the counts.
+"""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from adbutils import AdbDevice, AdbError
 from pydantic import ValidationError
+from pydantic_core import from_json
 
 from farm import manifest as mf
 from farm.android import devices, health
 from farm.android.bundle import bundle_device_path
 from farm.android.phone_records import summary_source, with_evidence
 from farm.android.prepare import PhoneFacts, Resolver, installed_packages, prepare, signed_in
-from farm.android.pull import pull_tree
+from farm.android.pull import FileTooLarge, pull_tree, read_file
+from farm.android.pull_limits import PullCaps, caps_of, read_scores
 from farm.config import FarmConfig, InstrumentProfile
 from farm.errors import FarmError
 from farm.names import check_name
 from farm.phone_name import phone_name
-from farm.results.normalise import Context, normalise_file
+from farm.results.normalise import Context
 from farm.results.record import Execution
 from farm.results.store import RECORDS_FILE, RunStore, pulled_dir
 from farm.scoring.rescore import rescore_records
@@ -37,6 +46,7 @@ class PullSummary:
     records: int
     problems: list[str]
     refused: list[str]
+    """Every refused tree entry (`'<device path>': why`), then one line per cap that refused scores lines."""
     already: int = 0
     """Records left out because the run already had them (same unit and attempt)."""
     tasks_from: str = ""
@@ -82,13 +92,16 @@ def pull_run(
         lanes=[mf.LaneEntry(lane="android", detail={"split": split, "profile": profile_name, "pulled": True})]))
     store.update(lambda m: m.phones.extend([entry] if all(p.serial != serial for p in m.phones) else []))
     # A tree already pulled is never overwritten: pulling again only adds what the run does not have.
-    refused = [] if raw.exists() else pull_tree(device, remote, raw, cfg.pull).refused
-    tasks, tasks_from = bundle_tasks(device, prof.resolved_files_dir(), run)
+    caps = caps_of(cfg.pull)
+    refused = [] if raw.exists() else pull_tree(device, remote, raw, cfg.pull, caps=caps).refused
+    tasks, tasks_from = bundle_tasks(device, prof.resolved_files_dir(), run, caps, refused)
     if not tasks:
         tasks, tasks_from = local_tasks(cfg, device, serial, prof, run)
     execution: Execution = "simulated" if profile_name == "sim" else "live"
     ctx = Context(run=run, device=serial, split=split, executor="instrument", execution=execution)
-    normalised = normalise_file(raw / "scores.jsonl", ctx, "scores.jsonl")
+    scores = read_scores(raw / "scores.jsonl", ctx, "scores.jsonl", caps)
+    normalised = scores.normalised
+    refused += scores.notes
     scored = rescore_records(normalised.records, tasks, raw, why_unknown=f"not in {tasks_from}")
     fresh, already = store.append_new(with_evidence(scored, raw, run_dir))
     source = summary_source(raw, run_dir, serial)
@@ -96,19 +109,44 @@ def pull_run(
         lane="android", outputs=[RECORDS_FILE, str(raw.relative_to(run_dir))],
         override_sources=[source] if source is not None else [],
     ))
+    if refused:
+        store.update(lambda m: _note_refused(m, serial, refused))
     return PullSummary(run_dir, raw, fresh, normalised.problems, refused, already, tasks_from)
 
 
-def bundle_tasks(device: AdbDevice, files_dir: str, run: str) -> tuple[dict[str, Task], str]:
+NOTES_MAX = 50
+"""Refusals of one pull written to the run's notes one by one; past this, one line counts the rest (all of them are
+on `farm pull`'s stderr)."""
+
+
+def _note_refused(manifest: mf.Manifest, serial: str, refused: list[str]) -> None:
+    """Add the pull's refusals to the run's notes (`<serial>: pull refused …`), each once however often it is
+    pulled, the first NOTES_MAX one by one."""
+    lines = [f"{serial}: pull refused {entry}" for entry in refused[:NOTES_MAX]]
+    if len(refused) > NOTES_MAX:
+        lines.append(f"{serial}: pull refused {len(refused) - NOTES_MAX} more entries (listed by farm pull)")
+    manifest.notes += [line for line in dict.fromkeys(lines) if line not in manifest.notes]
+
+
+def bundle_tasks(
+    device: AdbDevice, files_dir: str, run: str, caps: PullCaps | None = None, refused: list[str] | None = None,
+) -> tuple[dict[str, Task], str]:
     """The resolved tasks the phone ran (the bundle `farm run` pushed), by id, and where they came from.
 
     Without them the host has nothing to score against: every line then becomes an error record
-    saying the task was not planned, never the phone's own verdict.
+    saying the task was not planned, never the phone's own verdict. The bundle is read within
+    `caps.max_bundle_bytes` and parsed by pydantic's depth-limited parser; one past the cap is
+    refused (added to `refused`).
     """
     path = bundle_device_path(files_dir, run)
+    most = (caps or PullCaps()).max_bundle_bytes
     try:
-        data = json.loads(device.sync.read_bytes(path).decode("utf-8"))
-    except (AdbError, OSError, ValueError, UnicodeDecodeError):
+        data = from_json(read_file(device, path, most))
+    except FileTooLarge as exc:
+        if refused is not None:
+            refused.append(f"{path!r}: {exc} (max_bundle_bytes)")
+        return {}, f"no bundle at {path} (refused: {exc})"
+    except (AdbError, OSError, ValueError):
         return {}, f"no bundle at {path}"
     tasks: dict[str, Task] = {}
     for obj in data.get("tasks", []) if isinstance(data, dict) else []:

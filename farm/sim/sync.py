@@ -30,8 +30,12 @@ async def serve_sync(phone: PhoneState, stream: Stream) -> None:
         ident, length = _REQ.unpack(header)
         if ident == b"QUIT":
             return
-        if ident not in (b"STAT", b"STA2", b"LST2", b"LIST", b"LIS2", b"RECV", b"SEND") or length > _MAX_PATH:
-            await _fail(stream, f"unknown sync request {ident!r}")
+        # As adbd's handle_sync_command: the length is checked before the id, and either FAIL ends the stream.
+        if length > _MAX_PATH:
+            await _fail(stream, "path too long")
+            return
+        if ident not in (b"STAT", b"STA2", b"LST2", b"LIST", b"LIS2", b"RECV", b"SEND"):
+            await _fail(stream, f"unknown command {int.from_bytes(ident, 'little'):08x}")
             return
         # adbd reads the path as a C string: it ends at the first NUL (which no host file call accepts either).
         path = (await stream.read_exactly(length)).split(b"\0", 1)[0].decode("utf-8", "surrogateescape")

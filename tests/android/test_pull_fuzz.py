@@ -94,7 +94,7 @@ class _Session:
         path = bytes(self.requests[8 : 8 + length]).decode("utf-8", "surrogateescape")
         del self.requests[: 8 + length]
         reply = self.phone.answer(ident, path)
-        if ident == b"RECV" and reply.startswith(b"FAIL"):
+        if reply.startswith(b"FAIL"):
             self.ended = True  # adbd ends the session after a FAIL
         self.out += self.phone.damage(reply, self)
         return True
@@ -140,6 +140,8 @@ class FakePhone:
         return _Connection(session)
 
     def answer(self, ident: bytes, path: str) -> bytes:
+        if len(path.encode("utf-8", "surrogateescape")) > 1024:
+            return _HEAD.pack(b"FAIL", 13) + b"path too long"  # as adbd's handle_sync_command, whatever the request
         mode, size, content = self.tree.get(path, (0, 0, b""))
         if ident == b"STAT":
             return _STAT.pack(b"STAT", mode, size, 0)
@@ -183,6 +185,9 @@ _LIMIT = max(pull._NAME_MAX, DATA_MAX, _DENT.size)
 @example("list", _DENT.pack(b"DENT", FILE, 1, 0, 2**32 - 1), 64)  # a name length no name has
 @example("recv", _HEAD.pack(b"DATA", 2**32 - 1), 64)
 @example("recv", _HEAD.pack(b"FAIL", 2**31), 64)
+@example("list", _HEAD.pack(b"FAIL", 13) + b"path too long", 64)  # read by its id: the directory's error, no DENT
+@example("list", _HEAD.pack(b"FAIL", 2**31), 64)
+@example("stat", _HEAD.pack(b"FAIL", 13) + b"path too long", 64)
 def test_any_answer_raises_only_the_sessions_own_errors_after_bounded_reads(op: str, raw: bytes, most: int) -> None:
     phone = FakePhone(canned=[raw], most=most)
     session = SyncSession(phone)  # type: ignore[arg-type]
@@ -209,7 +214,7 @@ _NAME = st.text(max_size=10) | st.sampled_from(
 def test_a_listing_reads_back_exactly_in_any_read_sizes(entries: list[tuple[str, int, int]], most: int) -> None:
     phone = FakePhone(tree={"/d": (DIR, 0, b"")}, listing={"/d": entries}, most=most)
     names = [(".", DIR, 0), ("..", DIR, 0), *entries]
-    assert SyncSession(phone).list("/d") == [Entry(n, m, s) for n, m, s in names]  # type: ignore[arg-type]
+    assert SyncSession(phone).list("/d").entries == [Entry(n, m, s) for n, m, s in names]  # type: ignore[arg-type]
 
 
 @given(st.binary(max_size=300) | st.sampled_from([b"z" * (DATA_MAX + 5), b""]), st.integers(1, 64))
