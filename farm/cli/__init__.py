@@ -81,9 +81,9 @@ def version() -> None:
 
 def _register() -> None:
     # Each module adds its own commands or sub-app; the order is the order of `farm --help`.
-    from farm.cli import android, desktop, history, report, settings, sim, sweep, tasks, view, web, webvoyager
+    from farm.cli import agent, android, desktop, history, report, settings, sim, sweep, tasks, view, web, webvoyager
 
-    for module in (tasks, sim, android, sweep, report, history, view, web, webvoyager, desktop, settings):
+    for module in (tasks, sim, android, agent, sweep, report, history, view, web, webvoyager, desktop, settings):
         module.register(app)
 
 

@@ -1,12 +1,13 @@
 """The simulated on-device agent: deterministic attempts and the `eval/<run>/` tree it writes.
 
 Nothing here operates a model: outcomes, durations and token counts are drawn from the profile's
-agent seed (+ run + task id) and pass rate, and every record says `execution: simulated`.
+agent seed (+ run + task id) and pass rate, and every record says `execution: simulated`. The tree is
+the agent-app contract's reference (docs/agent-app.md): each attempt's run record — steps with screen
+text, screenshots, calls, messages and tokens, and final.json's evidence — is written by `simagent_run`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
@@ -15,12 +16,13 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from farm.sim import rootfs
+from farm.sim.apps.simagent_run import RunWriter
+from farm.taskset.model import goal_for_channel
 
 if TYPE_CHECKING:
     from farm.sim.phone import PhoneState
 
 FAILURE_CATEGORIES = ("perception", "route", "barrier", "app_state")
-_ACTIONS = ("launch", "tap", "type", "swipe", "tap", "back", "tap", "read")
 
 
 @dataclass
@@ -246,54 +248,29 @@ class EvalTree:
         self.clock = datetime.now(UTC)
 
     def add(self, att: Attempt) -> None:
-        """Record one finished attempt: scores line, run transcript, metrics and summary."""
+        """Record one finished attempt: its run record (steps, screenshots, final.json), its scores line, then
+        metrics.json and summary.md — in that order, so a line never names a run record not yet written."""
         start = self.clock
         self.clock = start + timedelta(seconds=att.sim_seconds)
         rec = {**att.record, "startedAt": _iso(start), "endedAt": _iso(self.clock)}
-        self.records.append(rec)
-        self.phone.append(f"{self.dir}/scores.jsonl", json.dumps(rec, ensure_ascii=False) + "\n")
         run_dir = self.phone.canonical(f"{self.dir}/{rec['id']}/run")
+        self.phone.makedirs(run_dir)
+        steps, evidence = RunWriter(self.phone, run_dir).transcript(att.task, rec, self.opts.run, start)
         self.phone.write_atomic(f"{run_dir}/steps.jsonl", "".join(json.dumps(s, ensure_ascii=False) + "\n"
-                                                                 for s in self._steps(att, start)))
-        goal = str(att.task.get("goal") or "")
-        if self.opts.channel == "web" and not goal.startswith("用网页"):
-            goal = "用网页" + goal  # seed 003: a forced web channel prefixes the goal
+                                                                 for s in steps))
+        goal = goal_for_channel(str(att.task.get("goal") or ""), "web" if self.opts.channel == "web" else None)
         final = {**rec, "run": self.opts.run, "goal": goal,
                  "options": {"split": self.opts.split, "set": self.opts.eval_set, "channel": self.opts.channel,
                              "onTakeover": self.opts.on_takeover, "flags": self.opts.flags,
                              "learnSkills": self.opts.learn_skills, "memory": self.opts.memory}}
+        if evidence is not None:
+            final["evidence"] = evidence
         self.phone.write_atomic(f"{run_dir}/final.json", json.dumps(final, ensure_ascii=False, indent=1))
+        self.records.append(rec)
+        self.phone.append(f"{self.dir}/scores.jsonl", json.dumps(rec, ensure_ascii=False) + "\n")
         self.phone.write_atomic(f"{self.dir}/metrics.json", json.dumps(
             {r["id"]: r["metrics"] for r in self.records}, ensure_ascii=False, indent=1))
         self.phone.write_atomic(f"{self.dir}/summary.md", self.summary())
-
-    def _steps(self, att: Attempt, start: datetime) -> list[dict[str, Any]]:
-        rec = att.record
-        n = int(rec.get("steps") or 0)
-        rng = random.Random(f"steps:{rec['id']}:{self.opts.run}")
-        total = float(rec["metrics"].get("totalMs") or 0)
-        out = []
-        for i in range(n):
-            action = "answer" if i == n - 1 else _ACTIONS[i % len(_ACTIONS)]
-            screen = f"{rec['id']}:{i}:{rng.random()}"
-            observation: dict[str, Any] = {"digest": hashlib.sha256(screen.encode()).hexdigest()[:16],
-                                           "chars": rng.randint(400, 4000)}
-            if i == n - 1 and rec.get("answer"):
-                # The last screen the simulated agent read shows what it answers with (evidence, not a verdict).
-                shown = str(rec["answer"]).replace('"', "'")
-                observation["text"] = f'app: {rec.get("appPackage") or ""}\n[1] TextView "{shown}"'
-            elif i == n - 1 and rec.get("endReason") == "takeover":
-                observation["text"] = '[1] TextView "请先登录"\n[2] Button "登录" click'
-            out.append({
-                "step": i + 1, "at": _iso(start + timedelta(milliseconds=total * i / max(n, 1))),
-                "observation": observation,
-                "action": {"type": action}, "result": "ok",
-                "timings": {"modelMs": round(total * 0.65 / max(n, 1)),
-                            "screenReadMs": round(total * 0.1 / max(n, 1)),
-                            "actionMs": round(total * 0.08 / max(n, 1))},
-                "execution": "simulated",
-            })
-        return out
 
     def summary(self) -> str:
         """`summary.md`: a row per task, 运行小结, markers to clean up, and an empty 人工改判."""
