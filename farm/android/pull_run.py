@@ -19,6 +19,7 @@ from pydantic_core import from_json
 
 from farm import manifest as mf
 from farm.android import devices, health
+from farm.android.agent_contract import BundleTask
 from farm.android.bundle import bundle_device_path
 from farm.android.phone_records import summary_source, with_evidence
 from farm.android.prepare import PhoneFacts, Resolver, installed_packages, prepare, signed_in
@@ -153,7 +154,9 @@ def bundle_tasks(
         if not isinstance(obj, dict):
             continue
         try:
-            task = Task.model_validate({k: v for k, v in obj.items() if k != "directory"})
+            # The bundle's own model: its markers are already filled, so a task file's rule (`{run}` in the
+            # marker) would drop every task that has one.
+            task: Task = BundleTask.model_validate({"directory": "", **obj})
         except ValidationError:
             continue
         tasks[task.id] = task

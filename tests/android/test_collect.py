@@ -73,3 +73,23 @@ def test_pulling_a_phone_run_twice_adds_no_unit_twice(virtual_farm, tmp_path: Pa
         assert summary.tasks_from.startswith("the phone's bundle")
     after = read_records(first.run_dir / "records.jsonl")
     assert [r.attempt_key() for r in after] == [r.attempt_key() for r in before]
+
+
+def test_a_pulled_task_with_a_marker_is_scored_against_the_phones_bundle(virtual_farm, tmp_path: Path) -> None:
+    from farm.android.options import AgentOptions
+    from farm.results.store import read_records
+    from farm.sweep.dev_run import run, run_request
+    from tests.helpers.records import SMALL_TASKS, write_tasks
+
+    phone = virtual_farm(1)[0]
+    tasks = write_tasks(tmp_path / "tasks", [t for t in SMALL_TASKS if t[1]["id"] == "notes-new"])
+    run(run_request(agent=AgentOptions(split="tune"), serials=[phone.serial], tasks_dir=tasks,
+                    runs_dir=tmp_path / "runs", show_progress=False, run_id="r1", idle_timeout_s=60))
+    device_run = sorted(p.name for p in phone.state.host_path(EVAL).iterdir() if p.name.startswith("r1."))[0]
+    # The bundle's marker is filled (`AF-r1-n1`): it is the task the phone ran, not a task file to refuse.
+    summary = pull_run(FarmConfig(tasks_dir=str(tmp_path / "elsewhere")), serial=phone.serial, run=device_run,
+                       split="all", runs_dir=tmp_path / "pulled", profile="sim")
+    assert summary.tasks_from.startswith("the phone's bundle")
+    (record,) = read_records(summary.run_dir / "records.jsonl")
+    assert record.task_id == "notes-new"
+    assert not any("not in the phone's bundle" in reason for reason in record.reasons), record.reasons
