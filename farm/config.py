@@ -13,6 +13,16 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from farm.errors import FarmError
 from farm.llm.model_config import LLMConfig
+from farm.results.query_limits import (
+    DEFAULT_MAX_ROWS,
+    DEFAULT_THREADS,
+    DEFAULT_TIMEOUT_S,
+    MAX_ROWS,
+    MAX_THREADS,
+    MAX_TIMEOUT_S,
+    MIN_MEMORY_MB,
+)
+from farm.yaml_strict import strict_load
 
 DEFAULT_CONFIG_NAME = "farm.yaml"
 MAX_CONFIG_BYTES = 1 << 20
@@ -143,6 +153,21 @@ class PullLimits(BaseModel):
     """Largest tree accepted."""
 
 
+class QueryLimits(BaseModel):
+    """Bounds of `farm query` (each has a flag that wins over it): the records are ours, the SQL is not."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
+    """Seconds one query may run, from the start of its SQL (`--timeout`; at most an hour)."""
+    memory_mb: int | None = Field(default=None, ge=MIN_MEMORY_MB, le=MAX_MB)
+    """DuckDB's memory limit in MB of 2^20 bytes (`--memory-mb`); null: 2048, or half the RAM when that is less."""
+    threads: int = Field(default=DEFAULT_THREADS, ge=1, le=MAX_THREADS)
+    """DuckDB's worker threads."""
+    max_rows: int = Field(default=DEFAULT_MAX_ROWS, ge=1, le=MAX_ROWS)
+    """Rows printed (`--max-rows`; `--all` prints every row)."""
+
+
 class FarmConfig(BaseModel):
     """The whole `farm.yaml`."""
 
@@ -167,6 +192,8 @@ class FarmConfig(BaseModel):
     """Default token prices."""
     pull: PullLimits = Field(default_factory=PullLimits)
     """Pull limits."""
+    query: QueryLimits = Field(default_factory=QueryLimits)
+    """Bounds of `farm query`."""
     idle_timeout_s: float = Field(default=600, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
     """Default no-output watchdog per phone (seconds, at most a week)."""
     runs_dir: PathText = "runs"
@@ -229,7 +256,7 @@ def load_config(path: Path | None) -> FarmConfig:
     if "\0" in text:
         raise FarmError(f"{path}: config holds a NUL byte, it is not text", hint="see farm.example.yaml")
     try:
-        data = yaml.safe_load(text)
+        data = strict_load(text, path)  # a key given twice is a FarmError naming file:line and the key
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""

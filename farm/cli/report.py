@@ -6,6 +6,9 @@ from pathlib import Path
 
 import typer
 
+# Light (no DuckDB, no pydantic): the help text states the real defaults.
+from farm.results.query_limits import DEFAULT_MAX_ROWS, DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S
+
 RunsDir = typer.Option(None, "--runs-dir", metavar="DIR",
                        help="Where run directories are (default farm.yaml runs_dir, else runs/).")
 Config = typer.Option(None, "--config", metavar="FILE", help="farm.yaml (default ./farm.yaml if present).")
@@ -61,13 +64,34 @@ def query(
     output_format: str = typer.Option("table", "--format", metavar="table|csv|json",
                                       help="table (tab-separated when stdout is not a terminal), csv or json."),
     as_json: bool = typer.Option(False, "--json", help="Same as --format json."),
+    timeout: float | None = typer.Option(
+        None, "--timeout", metavar="SECONDS",
+        help=f"Stop the query after this long, from the start of the SQL (default {DEFAULT_TIMEOUT_S:g}, farm.yaml "
+             f"query.timeout_s; at most {MAX_TIMEOUT_S:g}); exit 2 naming the limit."),
+    memory_mb: int | None = typer.Option(
+        None, "--memory-mb", metavar="MB",
+        help=f"DuckDB's memory limit (default {DEFAULT_MEMORY_MB} or half the RAM, farm.yaml query.memory_mb); "
+             "nothing spills to disk, a query past it is refused (exit 2)."),
+    max_rows: int | None = typer.Option(
+        None, "--max-rows", metavar="N",
+        help=f"Print the first N rows (default {DEFAULT_MAX_ROWS}, farm.yaml query.max_rows); stderr says how many "
+             "more."),
+    all_rows: bool = typer.Option(False, "--all", help="Print every row (still within --timeout and --memory-mb)."),
 ) -> None:
-    """Run one read-only SELECT on the records of every run and print the rows whole (never cut to fit)."""
+    """Run one read-only SELECT on the records of every run and print the rows whole (never cut to fit).
+
+    Bounded: the query stops at --timeout (exit 2), DuckDB keeps to --memory-mb and farm.yaml query.threads,
+    at most --max-rows rows are printed (the rest are counted on stderr; --all prints them), and Ctrl-C or
+    SIGTERM stops it (exit 130). Example: `farm query "select task_id, count(*) as n from records group by 1
+    order by n desc" --timeout 30 --all`.
+    """
     from farm.cli.paths import runs_dir_setting
+    from farm.config import load_config
     from farm.errors import FarmError
     from farm.report.build import resolve_run_dir
     from farm.results import duck
     from farm.results.damage import damage_text
+    from farm.results.query_limits import query_bounds, run_query
     from farm.results.query_output import FORMATS, cell_text, query_result, to_csv
 
     if output_format not in FORMATS:
@@ -76,14 +100,15 @@ def query(
         raise FarmError(f"--json and --format {output_format} both given", hint="pass one of them")
     chosen = "json" if as_json else output_format
     duck.check_query(sql)
-    root = runs_dir_setting(runs_dir, config).value
-    dirs = [resolve_run_dir(r, root) for r in run] if run else duck.run_dirs_under(root)
-    for path, damage in duck.damaged_lines(dirs):
+    setting = runs_dir_setting(runs_dir, config)
+    bounds = query_bounds(load_config(setting.config).query, timeout_s=timeout, memory_mb=memory_mb,
+                          max_rows=max_rows, all_rows=all_rows)
+    dirs = [resolve_run_dir(r, setting.value) for r in run] if run else duck.run_dirs_under(setting.value)
+    got = run_query(dirs, sql, bounds)
+    for path, damage in got.damaged:
         for line in damage_text(path, damage):
             _warn(line)
-    con = duck.query_connection(dirs)
-    names, rows = duck.query(con, sql)
-    result = query_result(names, rows)
+    result = query_result(got.columns, got.rows)
     if chosen == "json":
         print(result.model_dump_json(indent=2))
     elif chosen == "csv":
@@ -92,6 +117,9 @@ def query(
         from farm.cli.tables import print_table
 
         print_table(result.columns, [[cell_text(v) for v in row] for row in result.rows])
+    more = got.more_text(bounds)
+    if more is not None:
+        _warn(more)
 
 
 def register(app: typer.Typer) -> None:

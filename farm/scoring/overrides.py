@@ -24,6 +24,7 @@ from farm.scoring.evidence import Evidence
 from farm.scoring.text import find
 from farm.scoring.transcript import screen_reads
 from farm.scoring.visible import screen_text
+from farm.yaml_strict import strict_load
 
 Verdict = Literal["pass", "fail"]
 FailureCategory = Literal["perception", "route", "barrier", "app_state", "clarification", "infrastructure"]
@@ -94,7 +95,7 @@ class OverrideSpec(BaseModel):
 def load_overrides_yaml(path: Path) -> list[OverrideSpec]:
     """Read `overrides.yaml` (a list, or `{overrides: [...]}`); FarmError on a bad file."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = strict_load(path.read_text(encoding="utf-8"), path)
     except OSError as exc:
         raise FarmError(f"{path}: cannot read ({exc.strerror})") from None
     except UnicodeDecodeError:

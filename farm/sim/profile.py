@@ -9,6 +9,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from farm.errors import FarmError
+from farm.yaml_strict import strict_load
 
 DEFAULT_PROFILE_PATH = Path(__file__).parent / "profiles" / "default.yaml"
 
@@ -183,7 +184,7 @@ def load_profile(path: Path | None = None) -> PhoneProfile:
     """Read a profile YAML (default: the bundled Pixel-like phone); FarmError on a bad file."""
     path = path or DEFAULT_PROFILE_PATH
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = strict_load(path.read_text(encoding="utf-8"), path)
     except OSError as exc:
         raise FarmError(f"{path}: cannot read profile ({exc.strerror})", hint="pass an existing YAML file") from exc
     except yaml.YAMLError as exc:

@@ -9,6 +9,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from farm.errors import FarmError
+from farm.yaml_strict import strict_load
 
 CAPABILITIES_FILE = Path(__file__).with_name("capabilities.yaml")
 
@@ -50,7 +51,7 @@ class _Entry(BaseModel):
 def parse_capabilities(path: Path) -> dict[str, Capability]:
     """Read a capability table; aliases map to the same Capability. FarmError when invalid."""
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = strict_load(path.read_text(encoding="utf-8"), path)
     except (OSError, yaml.YAMLError) as exc:
         raise FarmError(f"{path}: cannot read capability table: {exc}") from exc
     if not isinstance(raw, dict):

@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from farm.errors import FarmError
+from farm.yaml_strict import strict_load
 
 PARAM_TOKEN = "{param}"
 # Program → allowed argument prefixes (None: any arguments). Everything here only reads.
@@ -159,7 +160,7 @@ def default_probes_root() -> Path:
 def load_probe(path: Path) -> ProbeSpec:
     """Read one probe file; FarmError naming the file and field when it is invalid."""
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = strict_load(path.read_text(encoding="utf-8"), path)
     except (OSError, yaml.YAMLError) as exc:
         raise FarmError(f"{path}: cannot read probe: {' '.join(str(exc).split())}") from exc
     if not isinstance(raw, dict):
