@@ -11,6 +11,7 @@ from typing import Annotated
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from farm.android import pull_limits
 from farm.errors import FarmError
 from farm.llm.model_config import LLMConfig
 from farm.results.query_limits import (
@@ -151,6 +152,22 @@ class PullLimits(BaseModel):
     """Largest single file accepted."""
     max_total_mb: float = Field(default=1024, gt=0, le=MAX_MB, allow_inf_nan=False)
     """Largest tree accepted."""
+    max_depth: int = Field(default=pull_limits.MAX_DEPTH, ge=1, le=1000)
+    """Directory levels pulled below the tree's root; deeper ones are refused and listed."""
+    max_dir_entries: int = Field(default=pull_limits.MAX_DIR_ENTRIES, ge=1, le=10_000_000)
+    """Entries read from one directory listing; the rest of it is refused."""
+    max_tree_entries: int = Field(default=pull_limits.MAX_TREE_ENTRIES, ge=1, le=10_000_000)
+    """Entries listed in the whole tree; directories not yet listed past it are refused."""
+    max_lines: int = Field(default=pull_limits.MAX_LINES, ge=1, le=100_000_000)
+    """Lines read from one pulled scores file; the rest are counted in the run notes."""
+    max_line_bytes: int = Field(default=pull_limits.MAX_LINE_BYTES, ge=1024, le=1 << 30)
+    """Longest scores line read; a longer one becomes an error record naming it."""
+    max_records_per_unit: int = Field(default=pull_limits.MAX_RECORDS_PER_UNIT, ge=1, le=10_000)
+    """Scores lines taken for one task from one file; the rest are counted."""
+    max_records: int = Field(default=pull_limits.MAX_RECORDS, ge=1, le=10_000_000)
+    """Records built from one pull's scores file; the rest are counted."""
+    max_bundle_bytes: int = Field(default=pull_limits.MAX_BUNDLE_BYTES, ge=1024, le=1 << 30)
+    """Largest task bundle read back from the phone."""
 
 
 class QueryLimits(BaseModel):

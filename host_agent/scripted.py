@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 from farm.errors import FarmError
 from farm.llm.loop import Feedback, LoopHooks, Step
 from farm.llm.types import ToolCall
+from farm.yaml_strict import strict_load
 from host_agent.observation import Observation, UiNode
 from host_agent.policy import PhoneBrief, PolicyUnavailable, TaskContext
 from host_agent.session import screen_now
@@ -56,7 +57,7 @@ def load_scripts(root: Path | None = None) -> dict[str, Script]:
     scripts: dict[str, Script] = {}
     for path in sorted(folder.glob("*.yaml")):
         try:
-            scripts[path.stem] = Script.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+            scripts[path.stem] = Script.model_validate(strict_load(path.read_text(encoding="utf-8"), path))
         except (yaml.YAMLError, ValidationError) as exc:
             raise FarmError(f"{path}: not a valid script ({str(exc).splitlines()[0]})") from None
     return scripts

@@ -2,8 +2,8 @@
 
 Nothing a phone holds is ours: a tree can nest past any path the sync protocol carries or hold a million
 entries, and a 46 MB scores.jsonl of a million tiny lines once cost the controller 10 GB (every line became a
-record held in memory). Every cap below has a documented default; farm.yaml's `pull:` section overrides one when
-`farm.config.PullLimits` has a field of the same name (`caps_of`). What a cap refuses is never silent: a pull lists
+record held in memory). Every cap below has a documented default; farm.yaml's `pull:` section sets each
+(`farm.config.PullLimits`, read by `caps_of`). What a cap refuses is never silent: a pull lists
 each refused entry, and `read_scores` returns one line per cap that refused lines, with the counts, for the run's
 notes.
 
@@ -16,14 +16,17 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import TYPE_CHECKING, BinaryIO, cast
 
 from pydantic_core import from_json
 
 from farm.results.normalise import Context, Normalised, error_record, normalise_lines
 from farm.results.record import Record
+
+if TYPE_CHECKING:
+    from farm.config import PullLimits
 
 _MiB = 1024 * 1024
 
@@ -60,11 +63,16 @@ class PullCaps:
     max_bundle_bytes: int = MAX_BUNDLE_BYTES
 
 
-def caps_of(limits: object | None) -> PullCaps:
-    """The caps for a pull under `limits` (farm.yaml's `pull:`): each of its fields named as a `PullCaps` field wins
-    over the default, so a field added to `PullLimits` takes effect with no change here."""
-    given = {f.name: getattr(limits, f.name, None) for f in fields(PullCaps)}
-    return PullCaps(**{name: int(value) for name, value in given.items() if value is not None})
+def caps_of(limits: PullLimits | None) -> PullCaps:
+    """The caps for a pull under farm.yaml's `pull:` section (the defaults without one)."""
+    if limits is None:
+        return PullCaps()
+    return PullCaps(
+        max_depth=limits.max_depth, max_dir_entries=limits.max_dir_entries, max_tree_entries=limits.max_tree_entries,
+        max_lines=limits.max_lines, max_line_bytes=limits.max_line_bytes,
+        max_records_per_unit=limits.max_records_per_unit, max_records=limits.max_records,
+        max_bundle_bytes=limits.max_bundle_bytes,
+    )
 
 
 # --- bounded line reading -----------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -180,10 +180,20 @@ _LOCK_DOWN = (
 )
 
 
-def query_connection(run_dirs: Sequence[Path]) -> duckdb.DuckDBPyConnection:
+def query_connection(
+    run_dirs: Sequence[Path], settings: Sequence[str] = (),
+    on_open: Callable[[duckdb.DuckDBPyConnection], None] | None = None,
+) -> duckdb.DuckDBPyConnection:
     """What `farm query` runs SQL on: the views of `connect`, with the records read into memory first
-    and then every way out shut — no file read or written, no extension, no setting changed back."""
+    and then every way out shut — no file read or written, no extension, no setting changed back.
+
+    `settings` (SET statements: `farm query`'s limits) run before the records are read, so they bound the read
+    too, and are locked with the rest; `on_open` sees the connection first (to interrupt it from then on)."""
     con = connect(run_dirs, records_view=False)
+    if on_open is not None:
+        on_open(con)
+    for statement in settings:
+        con.execute(statement)
     con.execute(f"CREATE TABLE records AS {_records_select(run_dirs)}")
     for statement in _LOCK_DOWN:
         con.execute(statement)

@@ -249,15 +249,8 @@ def bounded_connection(
     from farm.results import duck
 
     stop = stop or _Stop()
-    con = duck.connect(run_dirs, records_view=False)
-    stop.attach(con)
-    for statement in bounds.settings():
-        con.execute(statement)
+    con = duck.query_connection(run_dirs, bounds.settings(), on_open=stop.attach)
     stop.check()
-    # The same statements, in the same order, as `duck.query_connection`; a test compares the two connections.
-    con.execute(f"CREATE TABLE records AS {duck._records_select(run_dirs)}")
-    for statement in duck._LOCK_DOWN:
-        con.execute(statement)
     return con
 
 

@@ -399,11 +399,6 @@ def test_an_oversized_bundle_is_refused_unread_and_listed(virtual_phone: SimPhon
     assert summary.records == 1
 
 
-def test_caps_come_from_farm_yaml_fields_of_the_same_name_else_the_defaults() -> None:
-    class WithCaps:
-        max_file_mb = 64
-        max_depth = 3
-        max_records = 7.0
-
-    assert caps_of(PullLimits()) == PullCaps()
-    assert caps_of(WithCaps()) == PullCaps(max_depth=3, max_records=7)
+def test_caps_come_from_farm_yaml_else_the_defaults() -> None:
+    assert caps_of(None) == caps_of(PullLimits()) == PullCaps()
+    assert caps_of(PullLimits(max_depth=3, max_records=7)) == PullCaps(max_depth=3, max_records=7)
