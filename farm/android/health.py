@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from farm.android.devices import FoundPhone, shell
 from farm.config import HealthThresholds, InstrumentProfile
-from farm.phone_name import phone_names
+from farm.phone_name import caption, phone_names
 
 if TYPE_CHECKING:
     from adbutils import AdbDevice
@@ -106,6 +106,12 @@ def check(phone: FoundPhone, limits: HealthThresholds, profile: InstrumentProfil
         return h
     h.ok = True
     return h
+
+
+def left_out(h: PhoneHealth) -> str:
+    """`left out <name> (<serial> on <adb server>): <reason>`: the one line `farm run`, `farm sweep` and their
+    refusal when no phone is healthy give a phone the gate refused (its stable name, then where it is)."""
+    return f"left out {caption(h.name or h.serial, h.serial, h.server)}: {h.reason}"
 
 
 def name_phones(healths: list[PhoneHealth], labels: Mapping[str, str]) -> None:

@@ -34,8 +34,8 @@ LearnSkills = Annotated[bool, typer.Option("--learn-skills", help="Let the agent
 Memory = Annotated[bool, typer.Option("--memory", help="Let the agent keep memories.")]
 TasksDir = Annotated[Path | None, typer.Option("--tasks-dir", metavar="DIR",
                                                help="Task set root (default farm.yaml tasks_dir, else tasks/).")]
-RunsDir = Annotated[Path | None, typer.Option("--runs-dir", metavar="DIR",
-                                              help="Where runs go (default farm.yaml runs_dir, else runs/).")]
+RunsDir = Annotated[Path | None, typer.Option(
+    "--runs-dir", metavar="DIR", help="Where run directories live (default: runs_dir from farm.yaml, else runs).")]
 Config = Annotated[Path | None, typer.Option("--config", metavar="FILE",
                                              help="farm.yaml (default ./farm.yaml if present).")]
 Policy = Annotated[str | None, typer.Option("--policy", metavar="model|scripted",
@@ -109,11 +109,12 @@ def check_fraction(value: float | None, flag: str) -> float | None:
     return value
 
 
-def check_runs_dir(runs_dir: Path | None, config: Path | None) -> None:
-    """The runs directory (the flag, else farm.yaml's `runs_dir`) is a directory or can be made: checked before
-    a phone is reached or anything is written, so a bad one is one line naming where it came from."""
+def check_runs_dir(runs_dir: Path | None, config: Path | None) -> Path:
+    """The runs directory (the flag, else farm.yaml's `runs_dir`, else `runs`) when it is a directory or can be
+    made: checked before a phone is reached or anything is written, so a bad one is one line naming where it
+    came from."""
     found = runs_dir_setting(runs_dir, config)
-    check_output_dir(found.value, found.what())
+    return check_output_dir(found.value, found.what())
 
 
 def check_adb_port() -> None:

@@ -149,10 +149,11 @@ def print_summary(result: SweepResult) -> None:
 
     from rich.console import Console
 
+    from farm.android.health import left_out
     from farm.report.headline import disagreement_text, headline, headline_text
 
     for h in result.left_out:
-        print(f"left out {h.serial}: {h.reason}", file=sys.stderr)
+        print(left_out(h), file=sys.stderr)
     out = Console(highlight=False, soft_wrap=True)
     for phone in result.phones:
         line = headline_text(headline(phone.records, phone.label)) + disagreement_text(phone.records)
@@ -236,11 +237,9 @@ def pull(
     print(f"scored by the host against {summary.tasks_from}")
     print(f"raw: {summary.raw}")
     # The run's current report now counts what was pulled.
-    from farm.lane_plugins import install
-    from farm.report.build import build
+    from farm.lane_plugins import current_report
 
-    install()
-    built = build([summary.run_dir])
+    built = current_report(summary.run_dir)
     print(f"run {summary.run_dir.name}: {built.headline_text}")
     for path in built.paths:
         print(path)

@@ -7,6 +7,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from farm.cli import agent_flags as af
+
 desktop_app = typer.Typer(
     name="desktop",
     help=(
@@ -122,19 +124,22 @@ def report_cmd(
 
 @desktop_app.command("attach")
 def attach_cmd(
-    run: str = typer.Argument(..., metavar="RUN", help="Run id (runs/<RUN>/ is created if missing)."),
+    run: str = typer.Argument(..., metavar="RUN", help="Run id (<runs dir>/<RUN>/ is created if missing)."),
     batch: Path = typer.Argument(..., metavar="BATCH", help="Batch file to add to the run."),
-    runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", metavar="DIR", help="Directory holding run directories."),
+    runs_dir: af.RunsDir = None,
+    config: af.Config = None,
 ) -> None:
-    """Add BATCH to the run manifest and write its reports into runs/<RUN>/desktop/."""
-    from farm.cli.paths import check_output_dir
+    """Add BATCH to the run manifest, write its reports into runs/<RUN>/desktop/ and rebuild the run's report
+    (runs/<RUN>/report.*), which shows the batch beside the run's other lanes."""
+    from farm.cli.current_report import print_current_report
     from farm.desktop.attach import attach_batch
 
-    check_output_dir(runs_dir, "--runs-dir")
-    command = ["farm", "desktop", "attach", run, str(batch), "--runs-dir", str(runs_dir)]
-    run_dir, outputs = attach_batch(runs_dir, run, batch, command=command)
+    root = af.check_runs_dir(runs_dir, config)
+    command = ["farm", "desktop", "attach", run, str(batch), "--runs-dir", str(root)]
+    run_dir, outputs = attach_batch(root, run, batch, command=command)
     for rel in outputs:
         _out.print(f"wrote {run_dir / rel}", markup=False)
+    print_current_report(run_dir)
 
 
 def register(app: typer.Typer) -> None:

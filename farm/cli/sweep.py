@@ -135,8 +135,10 @@ def sweep_cmd(
     c = result.counts
     print(f"units: {c['done']} finished · {c['unfinished']} unfinished · {c['pending'] + c['leased']} not run"
           + (" (interrupted)" if result.interrupted else ""))
+    # A quarantined phone was one of the sweep's phones: named as its per-phone line names it.
+    captions = {phone.serial: phone.label for phone in result.phones}
     for serial, why in result.quarantined.items():
-        print(f"quarantined {serial}: {'; '.join(why)}", file=sys.stderr)
+        print(f"quarantined {captions.get(serial, serial)}: {'; '.join(why)}", file=sys.stderr)
     print_summary(result)
 
 

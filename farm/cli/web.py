@@ -9,6 +9,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from farm.cli import agent_flags as af
+
 if TYPE_CHECKING:
     from web_bench.paired.results import WebRun
 
@@ -60,14 +62,15 @@ def run(
     model: str | None = typer.Option(None, "--model", metavar="NAME", help="Model name (else FARM_LLM_MODEL)."),
     reasoning_effort: str | None = typer.Option(None, "--reasoning-effort", metavar="LEVEL", help="Reasoning effort."),
     out: Path | None = typer.Option(None, "--out", metavar="FILE",
-                                    help="New JSONL file (default runs/<run>/web/results.jsonl)."),
+                                    help="New JSONL file (default <runs dir>/<run>/web/results.jsonl)."),
     output_alias: Path | None = typer.Option(None, "--output", metavar="FILE", hidden=True, help="Old name of --out."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the run matrix and exit."),
     smoke: bool = typer.Option(False, "--smoke", help="One seed of every task."),
-    run_name: str | None = typer.Option(None, "--run", metavar="RUN", help="Run id (joins runs/<run>/ when it "
-                                                                            "exists)."),
+    run_name: str | None = typer.Option(None, "--run", metavar="RUN", help="Run id (joins <runs dir>/<run>/ "
+                                                                            "when it exists)."),
     run_id_alias: str | None = typer.Option(None, "--run-id", metavar="RUN", hidden=True, help="Old name of --run."),
-    runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", metavar="DIR", help="Where run directories live."),
+    runs_dir: af.RunsDir = None,
+    config: af.Config = None,
     device: str | None = typer.Option(None, "--device", metavar="SERIAL",
                                       help="Phone for android-chrome (default: the only one)."),
     serial_alias: str | None = typer.Option(None, "--serial", metavar="SERIAL", hidden=True,
@@ -78,9 +81,11 @@ def run(
     chromium: str | None = typer.Option(None, "--chromium", metavar="FILE",
                                         help="Chromium executable (default /usr/bin/chromium)."),
 ) -> None:
-    """Run tasks × seeds × trials on every backend, pair by pair; append one JSON line per run."""
+    """Run tasks × seeds × trials on every backend, pair by pair; append one JSON line per run, then rebuild the
+    run's report (runs/<run>/report.*), which counts them beside the run's other lanes."""
     from farm.cli.aliases import either
-    from farm.cli.paths import check_output_dir
+    from farm.cli.current_report import print_current_report
+    from farm.cli.paths import check_output_dir, runs_dir_setting
     from farm.errors import FarmError
     from farm.names import check_name
     from web_bench.paired.lane import ModelChoice, check_timeout_ms, default_run_id, run_lane
@@ -115,9 +120,10 @@ def run(
     rid = run_id or default_run_id()
     # Before the site, browsers or phone start: a directory that cannot be made would fail only at the first
     # write, after the run directory exists.
-    check_output_dir(runs_dir, "--runs-dir")
-    results_dir = output.parent if output is not None else runs_dir / rid / "web"
-    check_output_dir(results_dir, out_flag if output is not None else "--runs-dir")
+    found = runs_dir_setting(runs_dir, config)
+    root = check_output_dir(found.value, found.what())
+    results_dir = output.parent if output is not None else root / rid / "web"
+    check_output_dir(results_dir, out_flag if output is not None else found.what())
 
     def show(run: WebRun) -> None:
         why = escape(run.error or run.validation.detail)
@@ -125,28 +131,32 @@ def run(
         console.print(f"{run.pair_id:<28} {run.backend:<15} {run.timings.completion_ms:>9.0f} ms  {mark}")
 
     results, report = run_lane(
-        matrix, run_id=rid, runs_dir=runs_dir, output=output, policy_kind="model" if policy == "model" else "scripted",
+        matrix, run_id=rid, runs_dir=root, output=output, policy_kind="model" if policy == "model" else "scripted",
         choice=ModelChoice(provider=provider, model=model, reasoning_effort=reasoning_effort),
         timeout_ms=timeout_ms, chromium=chromium, serial=serial, virtual_phone=virtual_phone, on_run=show,
     )
-    console.print(f"results: {results}\nreport:  {report}")
+    console.print(f"results: {results}\nreport:  {report}", markup=False)
+    print_current_report(root / rid)
 
 
 @web_app.command("report")
 def report(
     file: Path | None = typer.Argument(None, metavar="FILE", show_default=False,
-                                       help="Results JSONL (default: the newest under runs/*/web/)."),
+                                       help="Results JSONL (default: the newest under <runs dir>/*/web/)."),
     as_json: bool = typer.Option(False, "--json", help="Print the numbers as one JSON object."),
-    runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", metavar="DIR", help="Where run directories live."),
+    runs_dir: af.RunsDir = None,
+    config: af.Config = None,
 ) -> None:
     """Report a results file: success first, then latency, pairs, penalty, intervals, tokens."""
+    from farm.cli.paths import runs_dir_setting
     from farm.errors import FarmError
     from web_bench.paired.report import report_file, to_markdown
 
     if file is None:
-        found = sorted((p for p in runs_dir.glob("*/web/*.jsonl") if p.is_file()), key=lambda p: p.stat().st_mtime)
+        root = runs_dir_setting(runs_dir, config)
+        found = sorted((p for p in root.value.glob("*/web/*.jsonl") if p.is_file()), key=lambda p: p.stat().st_mtime)
         if not found:
-            raise FarmError(f"{runs_dir}: no web results found", hint="pass the JSONL file")
+            raise FarmError(f"{root.value}: no web results found ({root.what()})", hint="pass the JSONL file")
         file = found[-1]
     rep = report_file(file)
     # On stderr, so `--json` output stays one JSON object; the report itself lists every line.

@@ -10,6 +10,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from farm.cli import agent_flags as af
+
 webvoyager_app = typer.Typer(
     name="webvoyager",
     help="WebVoyager 126 tasks (Allrecipes, Apple, Amazon): per-task Chromium, LLM judge, resume, backfill, "
@@ -28,18 +30,21 @@ def _split(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-def _run_dir(runs_dir: Path, run: str) -> Path:
+def _run_dir(runs_dir: Path | None, config: Path | None, run: str) -> Path:
+    """The directory of `--run RUN` under `--runs-dir`, else farm.yaml's `runs_dir`, else runs."""
+    from farm.cli.paths import runs_dir_setting
     from farm.names import check_name
 
     check_name(run, "--run")
-    return runs_dir / run
+    return runs_dir_setting(runs_dir, config).value / run
 
 
 @webvoyager_app.command("run")
 def run(
     run_name: str | None = typer.Option(None, "--run", metavar="RUN",
-                                        help="Run id: the run lives in runs/RUN/ (default wv-<UTC time>)."),
-    runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", metavar="DIR", help="Where run directories live."),
+                                        help="Run id: the run lives in <runs dir>/RUN/ (default wv-<UTC time>)."),
+    runs_dir: af.RunsDir = None,
+    config: af.Config = None,
     data_dir: Path | None = typer.Option(None, "--data", metavar="DIR", help=_DATA_HELP),
     ids: str | None = typer.Option(None, "--ids", metavar="IDS",
                                    help="Task ids, comma-separated (kept in data order)."),
@@ -78,10 +83,13 @@ def run(
                                          help="Serve the three sites from local stand-in pages."),
     chromium: str | None = typer.Option(None, "--chromium", metavar="FILE", help="Chromium executable."),
 ) -> None:
-    """Run the WebVoyager tasks: each in its own Chromium, scored by an independent LLM judge."""
+    """Run the WebVoyager tasks: each in its own Chromium, scored by an independent LLM judge; then rebuild the
+    run's report (runs/<run>/report.*), which counts them beside the run's other lanes."""
     from farm.cli.aliases import either
-    from farm.cli.paths import check_output_dir
+    from farm.cli.current_report import print_current_report
+    from farm.cli.paths import check_output_dir, runs_dir_setting
     from farm.errors import FarmError
+    from farm.names import check_name
     from web_bench.webvoyager.lane import run_webvoyager
     from web_bench.webvoyager.options import DEFAULT_TIMEOUT_MS, RunOptions
 
@@ -91,12 +99,13 @@ def run(
         raise FarmError(f"--concurrency: must be 1…8, got {concurrency}", hint="pass --concurrency 1 to 8")
     limit, _ = either(timeout_ms, timeout_alias, "--timeout-ms", "--timeout")
     run_id = run_name or "wv-" + dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    _run_dir(runs_dir, run_id)
+    check_name(run_id, "--run")
+    found = runs_dir_setting(runs_dir, config)
     if not dry_run:
-        check_output_dir(runs_dir, "--runs-dir")
+        check_output_dir(found.value, found.what())
     try:
         opts = RunOptions(
-            run_id=run_id, runs_dir=runs_dir, data_dir=data_dir, ids=_split(ids), count=count,
+            run_id=run_id, runs_dir=found.value, data_dir=data_dir, ids=_split(ids), count=count,
             concurrency=concurrency, timeout_ms=DEFAULT_TIMEOUT_MS if limit is None else limit, max_rounds=max_rounds,
             reasoning_effort=reasoning_effort,
             headed=headed, judge=judge, preflight_timeout_ms=preflight_timeout_ms,
@@ -114,7 +123,8 @@ def run(
     for line in outcome.lines:
         console.print(escape(line))
     if outcome.report is not None:
-        console.print(f"report: {outcome.report}")
+        console.print(f"report: {outcome.report}", markup=False)
+        print_current_report(outcome.root.parent)
     raise typer.Exit(outcome.exit_status)
 
 
@@ -151,7 +161,8 @@ def data(
 @webvoyager_app.command("backfill")
 def backfill(
     run_name: str = typer.Option(..., "--run", metavar="RUN", help="The older run to extend."),
-    runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", metavar="DIR", help="Where run directories live."),
+    runs_dir: af.RunsDir = None,
+    config: af.Config = None,
     data_dir: Path | None = typer.Option(None, "--data", metavar="DIR", help=_DATA_HELP),
     ids: str | None = typer.Option(None, "--ids", metavar="IDS", hidden=True,
                                    help="Target selection (default: all 126 tasks)."),
@@ -164,7 +175,7 @@ def backfill(
     from web_bench.webvoyager.data_files import default_data_dir
     from web_bench.webvoyager.run import existing_root
 
-    root = existing_root(_run_dir(runs_dir, run_name))
+    root = existing_root(_run_dir(runs_dir, config, run_name))
     target = dataset.select(dataset.load_tasks(data_dir or default_data_dir()), _split(ids), count)
     plan = wv_backfill.audit(root, target)
     console.print(f"protected: {len(plan.protected_task_ids)}  missing: {len(plan.missing_task_ids)}")
@@ -180,14 +191,15 @@ def backfill(
 @webvoyager_app.command("reset-judge")
 def reset_judge(
     run_name: str = typer.Option(..., "--run", metavar="RUN", help="The run whose verdicts to clear."),
-    runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", metavar="DIR", help="Where run directories live."),
+    runs_dir: af.RunsDir = None,
+    config: af.Config = None,
     execute: bool = typer.Option(False, "--execute", help="Delete (without it: list what would go)."),
 ) -> None:
     """Clear every judge verdict and judge log (dry run first); agent results, traces and screenshots stay."""
     from web_bench.webvoyager import reset_judge as wv_reset
     from web_bench.webvoyager.run import existing_root
 
-    root = existing_root(_run_dir(runs_dir, run_name))
+    root = existing_root(_run_dir(runs_dir, config, run_name))
     plan = wv_reset.plan(root)
     for line in plan.lines():
         console.print(escape(line))
@@ -201,15 +213,20 @@ def reset_judge(
 @webvoyager_app.command("report")
 def report(
     run_name: str = typer.Option(..., "--run", metavar="RUN", help="The run to report."),
-    runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", metavar="DIR", help="Where run directories live."),
+    runs_dir: af.RunsDir = None,
+    config: af.Config = None,
     data_dir: Path | None = typer.Option(None, "--data", metavar="DIR", help=_DATA_HELP),
 ) -> None:
-    """Rebuild summary.json, report.md and task-metrics from the run's result revisions."""
+    """Rebuild summary.json, report.md and task-metrics from the run's result revisions, and the run's report
+    (runs/<run>/report.*)."""
+    from farm.cli.current_report import print_current_report
     from web_bench.webvoyager.lane import rebuild_report
     from web_bench.webvoyager.run import existing_root
 
-    path = rebuild_report(existing_root(_run_dir(runs_dir, run_name)), data_dir)
-    console.print(f"report: {path}")
+    root = existing_root(_run_dir(runs_dir, config, run_name))
+    path = rebuild_report(root, data_dir)
+    console.print(f"report: {path}", markup=False)
+    print_current_report(root.parent)
 
 
 def register(app: typer.Typer) -> None:

@@ -19,8 +19,8 @@ _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 def attach_batch(
     runs_root: Path, run_id: str, batch_path: Path, *, command: list[str] | None = None
 ) -> tuple[Path, list[str]]:
-    """Write the batch's reports (markdown, JSON, HTML) into `runs/<run>/desktop/` and add the desktop lane to the
-    manifest, so the run's report shows the batch.
+    """Write the batch's reports (markdown, JSON, HTML) into `runs/<run>/desktop/`, add the desktop lane to the
+    manifest and rebuild the run's current report (`runs/<run>/report.*`), which shows the batch.
 
     Returns the run directory and the written outputs (relative to it). The run is created if missing.
     """
@@ -64,4 +64,8 @@ def attach_batch(
             },
         ),
     )
+    # The run's current report (runs/<id>/report.*) now shows the batch's section beside the other lanes.
+    from farm.lane_plugins import current_report
+
+    current_report(run_dir)
     return run_dir, outputs

@@ -19,7 +19,7 @@ from pydantic import JsonValue
 
 from farm import manifest as mf
 from farm.android.executor import Executor, ProgressSink, load_executor
-from farm.android.health import PhoneHealth
+from farm.android.health import PhoneHealth, left_out
 from farm.android.options import AgentOptions, HostSettings, RunOptions
 from farm.android.phone_records import skip_record
 from farm.android.progress import PhoneProgress, make_progress, record_line, say
@@ -176,7 +176,7 @@ class Sweep:
             _say(req, f"sweep {run_id}: discovering phones")
         fleet = gather_fleet(self.cfg, req, opts, tasks, run_id)
         if not fleet.slots:
-            why = [f"{h.serial}: {h.reason}" for h in fleet.healths if not h.ok] + fleet.unreachable
+            why = [left_out(h) for h in fleet.healths if not h.ok] + fleet.unreachable
             raise FarmError(f"no healthy phone on any adb server ({'; '.join(why) or 'none found'})",
                             hint="see `farm devices`; nothing was started")
         earlier = [d for d in self.runs_dir.iterdir() if is_run_dir(d)] if self.runs_dir.is_dir() else []

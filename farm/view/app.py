@@ -1,4 +1,5 @@
-"""The viewer's routes: the run list, a run's report and files, its units and each unit's trajectory.
+"""The viewer's routes: the run list, a run's report and files, its units and each unit's trajectory; and the same
+run list and units as JSON under `/api/` (each phone by its stable name beside its serial and adb server).
 
 Served on loopback only, read-only, offline: pages are rendered with Jinja2 autoescape (everything shown
 comes from phones, pages and models), carry no script at all, and a Content-Security-Policy allows nothing
@@ -13,15 +14,15 @@ from pathlib import Path
 from urllib.parse import quote
 
 from fastapi import FastAPI, Request
-from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from farm.report.why import record_why
 from farm.view.files import REPORT_NAME, Refused, exists, inside, list_dir, media_type, run_dir_of
-from farm.view.runs import list_runs
+from farm.view.runs import list_runs, summarise
 from farm.view.trajectory import load_trajectory
-from farm.view.units import RunUnits, Unit, cached_units
+from farm.view.units import RunUnits, Unit, UnitRow, cached_units
 
 HERE = Path(__file__).parent
 SECURITY_HEADERS = {
@@ -83,17 +84,35 @@ def create_app(runs_dir: Path, *, hosts: tuple[str, ...] = ("127.0.0.1", "localh
     def message(status: int, title: str, text: str) -> HTMLResponse:
         return page("message.html.j2", status, title=title, text=text)
 
-    def open_run(run: str) -> Path | HTMLResponse:
+    def find_run(run: str) -> Path | tuple[int, str, str]:
+        """The run's directory, or (status, title, why) when it is refused or missing."""
         try:
             return run_dir_of(runs_dir, run)
         except Refused as exc:
-            return message(403, "Refused", str(exc))
+            return 403, "Refused", str(exc)
         except OSError:
-            return message(404, "No such run", f"{run}: no such run under {runs_dir}")
+            return 404, "No such run", f"{run}: no such run under {runs_dir}"
+
+    def open_run(run: str) -> Path | HTMLResponse:
+        found = find_run(run)
+        return message(*found) if isinstance(found, tuple) else found
 
     @app.get("/", response_class=HTMLResponse)
     def index() -> HTMLResponse:
         return page("runs.html.j2", runs=list_runs(runs_dir), runs_dir=str(runs_dir))
+
+    @app.get("/api/runs")
+    def api_runs() -> JSONResponse:
+        return JSONResponse([row.model_dump(mode="json") for row in list_runs(runs_dir)])
+
+    @app.get("/api/runs/{run}/units")
+    def api_units(run: str) -> JSONResponse:
+        found = find_run(run)
+        if isinstance(found, tuple):
+            return JSONResponse({"error": found[2]}, status_code=found[0])
+        index = cached_units(found)
+        rows = [UnitRow.of(u, unit_url(run, u)).model_dump(mode="json") for u in _sorted(index)]
+        return JSONResponse({"run": run, "units": rows, "problems": index.problems})
 
     @app.get("/static/viewer.css")
     def css() -> Response:
@@ -111,7 +130,8 @@ def create_app(runs_dir: Path, *, hosts: tuple[str, ...] = ("127.0.0.1", "localh
         report = run_dir / REPORT_NAME
         if exists(report, file=True):
             return FileResponse(report, media_type="text/html; charset=utf-8")
-        return page("no_report.html.j2", run=run, units=_sorted(cached_units(run_dir)))
+        return page("no_report.html.j2", run=run, units=_sorted(cached_units(run_dir)),
+                    summary=summarise(runs_dir, run))
 
     @app.get("/runs/{run}/units")
     def units_no_slash(run: str) -> Response:

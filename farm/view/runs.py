@@ -8,7 +8,6 @@ never allowed to break the list.
 from __future__ import annotations
 
 import datetime as dt
-from collections import Counter
 from pathlib import Path
 from typing import Literal
 
@@ -18,8 +17,10 @@ from farm import manifest as mf
 from farm.errors import FarmError
 from farm.report.headline import headline, headline_text, read_headline
 from farm.report.model import RateRow
+from farm.results.record import Record
 from farm.results.store import RECORDS_FILE
 from farm.view.files import REPORT_NAME, Refused, exists, run_dir_of
+from farm.view.phones import PhoneRef, phone_ref, run_phones
 from farm.view.units import cached_units
 
 RunState = Literal["ok", "damaged", "unreadable"]
@@ -42,8 +43,9 @@ class RunSummary(BaseModel):
     """Manifest status (running, finished, failed, interrupted)."""
     lanes: list[str] = Field(default_factory=list)
     """Lanes the run has."""
-    phones: list[str] = Field(default_factory=list)
-    """Phones the run used (model, `×N` when several), or the devices named by its records."""
+    phones: list[PhoneRef] = Field(default_factory=list)
+    """Phones the run used, by their stable names (`farm.phone_name`) with serial and adb server; for a run whose
+    manifest lists none, the devices its records name."""
     fingerprint: str | None = None
     """Short git commit, `+diff` when there were uncommitted changes, else the package version."""
     headline: RateRow | None = None
@@ -64,9 +66,12 @@ def _iso_mtime(path: Path) -> str | None:
         return None
 
 
-def _phones(manifest: mf.Manifest) -> list[str]:
-    counts = Counter(p.model or p.serial for p in manifest.phones if p.status == "used")
-    return [name if n == 1 else f"{name} ×{n}" for name, n in sorted(counts.items())]
+def _phones(manifest: mf.Manifest | None, records: list[Record]) -> list[PhoneRef]:
+    """The phones the manifest says the run used, else every device of its records; by name."""
+    phones = run_phones(manifest, records)
+    used = [p.serial for p in manifest.phones if p.status == "used"] if manifest is not None else []
+    devices = used or sorted({r.device for r in records})
+    return sorted((phone_ref(d, phones) for d in dict.fromkeys(devices)), key=lambda p: (p.phone, p.device))
 
 
 def _fingerprint(code: mf.CodeFingerprint) -> str:
@@ -85,6 +90,7 @@ def summarise(runs_dir: Path, run: str) -> RunSummary:
         summary.problems.append(str(exc) if isinstance(exc, Refused) else f"{run}: not a directory")
         return summary
     summary.has_report = exists(run_dir / REPORT_NAME, file=True)
+    manifest: mf.Manifest | None = None
     try:
         manifest = mf.load(run_dir)
     except FarmError as exc:
@@ -98,8 +104,8 @@ def summarise(runs_dir: Path, run: str) -> RunSummary:
     else:
         summary.label, summary.created_at, summary.status = manifest.label, manifest.created_at, manifest.status
         summary.lanes = [lane.lane for lane in manifest.lanes]
-        summary.phones = _phones(manifest)
         summary.fingerprint = _fingerprint(manifest.code)
+    records: list[Record] = []
     if exists(run_dir / RECORDS_FILE):
         units = cached_units(run_dir)
         records = [u.record for u in units.units]
@@ -111,10 +117,9 @@ def summarise(runs_dir: Path, run: str) -> RunSummary:
         written = read_headline(run_dir)
         summary.headline = written.overall if written is not None else headline(records)
         summary.headline_text = written.text if written is not None else headline_text(summary.headline)
-        if not summary.phones:
-            summary.phones = sorted({r.device for r in records})
     else:
         summary.headline_text = "no records yet"
+    summary.phones = _phones(manifest, records)
     return summary
 
 

@@ -1,4 +1,5 @@
-"""A run's units as the viewer names them: one per attempt in records.jsonl, each with the run record it kept.
+"""A run's units as the viewer names them: one per attempt in records.jsonl, each with the run record it kept and
+its device's stable name (`farm.view.phones`).
 
 A unit's key is its URL segment (`/runs/<run>/units/<key>`): readable (`task.device[.i<instance>][.r<repeat>]
 .a<attempt>`), made of safe characters, and unique in the run (a key that two attempts would share gets a
@@ -13,11 +14,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from farm import manifest as mf
 from farm.errors import FarmError
 from farm.report.headline import initial_passed, latest_attempts
 from farm.results.record import Record
 from farm.results.store import RECORDS_FILE, ReadProblems, current_records, iter_records
 from farm.view.files import Refused, exists, inside
+from farm.view.phones import PhoneRef, phone_ref, read_manifest, run_phones
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -31,6 +34,8 @@ class Unit(BaseModel):
     """URL segment naming this attempt in its run."""
     record: Record
     """The attempt's record (the later line wins when an attempt was written twice)."""
+    phone: PhoneRef
+    """Its device as the viewer shows it: a phone's stable name beside its serial and adb server."""
     evidence: str | None = None
     """The record's run record (`…/<id>/run`, relative to the run directory) when it is a directory inside the
     run; null when none was kept or the record names a path the viewer will not open."""
@@ -46,6 +51,43 @@ class Unit(BaseModel):
         if rec.outcome in ("skipped", "error"):
             return rec.outcome
         return "pass" if initial_passed(rec) else "fail"
+
+
+class UnitRow(BaseModel):
+    """One unit as the viewer's JSON lists it (`/api/runs/<run>/units`): its device as records name it and, beside
+    it, the phone's stable name and adb server."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    """URL segment naming the attempt in its run."""
+    url: str
+    """The viewer page of its trajectory."""
+    lane: str
+    task_id: str
+    device: str
+    """A phone's serial (or a web backend, a desktop machine), as the record names it."""
+    phone: str
+    """The phone's stable name (`farm.phone_name`); another lane's device keeps its own name."""
+    adb_server: str
+    """`host:port` of the adb server that reaches the phone; empty when unknown or not a phone."""
+    instance: str
+    repeat: int
+    attempt: int
+    outcome: str
+    verdict: str
+    """pass, fail, error or skipped, as the headline counts it (before human re-judgement)."""
+    latest: bool
+    """False for an earlier try of a unit that was tried again."""
+
+    @classmethod
+    def of(cls, unit: Unit, url: str) -> UnitRow:
+        """The row of `unit`, whose page is at `url`."""
+        rec = unit.record
+        return cls(key=unit.key, url=url, lane=rec.lane, task_id=rec.task_id, device=rec.device,
+                   phone=unit.phone.phone, adb_server=unit.phone.adb_server, instance=rec.instance,
+                   repeat=rec.repeat, attempt=rec.attempt, outcome=rec.outcome, verdict=unit.verdict,
+                   latest=unit.latest)
 
 
 class RunUnits(BaseModel):
@@ -128,6 +170,7 @@ def load_units(run_dir: Path) -> RunUnits:
     """Every attempt of the run with its key and run record (see the module docstring)."""
     records, problems = read_records(run_dir)
     latest = {id(r) for r in latest_attempts(records)}
+    phones = run_phones(read_manifest(run_dir), records)
     seen: dict[str, int] = {}
     units = []
     for rec in records:
@@ -135,21 +178,28 @@ def load_units(run_dir: Path) -> RunUnits:
         seen[base] = seen.get(base, 0) + 1
         key = base if seen[base] == 1 else f"{base}-{seen[base]}"
         evidence, note = _evidence(run_dir, rec)
-        units.append(Unit(key=key, record=rec, evidence=evidence, evidence_note=note, latest=id(rec) in latest))
+        units.append(Unit(key=key, record=rec, phone=phone_ref(rec.device, phones), evidence=evidence,
+                          evidence_note=note, latest=id(rec) in latest))
     return RunUnits(units=units, problems=problems)
 
 
-_CACHE: dict[Path, tuple[tuple[int, int], RunUnits]] = {}
+_CACHE: dict[Path, tuple[tuple[int, ...], RunUnits]] = {}
 _CACHE_LOCK = threading.Lock()
 
 
 def cached_units(run_dir: Path) -> RunUnits:
-    """`load_units`, read again only when records.jsonl changed (size or modification time)."""
+    """`load_units`, read again only when records.jsonl or the manifest (the phones' names) changed (size or
+    modification time)."""
     try:
         st = (run_dir / RECORDS_FILE).stat()
-        stamp = (st.st_mtime_ns, st.st_size)
     except OSError:
         return load_units(run_dir)
+    try:
+        named = mf.manifest_path(run_dir).stat()
+        names = (named.st_mtime_ns, named.st_size)
+    except OSError:
+        names = (0, -1)
+    stamp = (st.st_mtime_ns, st.st_size, *names)
     with _CACHE_LOCK:
         hit = _CACHE.get(run_dir)
     if hit is not None and hit[0] == stamp:

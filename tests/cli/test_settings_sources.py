@@ -12,9 +12,13 @@ import pytest
 from farm.errors import FarmError
 from farm.results.store import read_records
 from tests.helpers.cli import error_line, farm
+from tests.helpers.desktop import recorded_batch
 from tests.helpers.phones import FarmFactory
 from tests.helpers.records import record, write_run, write_tasks
 from tests.helpers.sweep import scripted_tasks
+from tests.helpers.web import web_run
+from tests.helpers.webvoyager import joined_run, make_tasks
+from web_bench.paired.results import append_run
 
 YAML = "runs_dir: myruns\ntasks_dir: mytasks\n"
 
@@ -98,6 +102,44 @@ def test_pull_checks_runs_dir_from_farm_yaml_before_the_phone(tmp_path: Path) ->
     (tmp_path / "afile").write_text("not a directory", encoding="utf-8")
     line = error_line(farm(tmp_path, "pull", "--device", "SER1", "--run", "r1"))
     assert line.startswith("error: farm.yaml: runs_dir afile: is a file, not a directory"), line
+
+
+def test_web_report_finds_the_newest_results_under_runs_dir_from_farm_yaml(tmp_path: Path) -> None:
+    _farm_yaml(tmp_path)
+    results = tmp_path / "myruns" / "w1" / "web" / "results.jsonl"
+    results.parent.mkdir(parents=True)
+    append_run(results, web_run(run_id="w1"))
+    proc = farm(tmp_path, "web", "report", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["source"] == "myruns/w1/web/results.jsonl"
+    line = error_line(farm(tmp_path, "web", "report", "--runs-dir", "runs"))
+    assert line.startswith("error: runs: no web results found")
+
+
+def test_web_and_webvoyager_runs_check_runs_dir_from_farm_yaml_before_they_start(tmp_path: Path) -> None:
+    _farm_yaml(tmp_path, "runs_dir: afile\n")
+    (tmp_path / "afile").write_text("not a directory", encoding="utf-8")
+    for argv in (("web", "run", "--policy", "scripted", "--smoke", "--backends", "playwright"),
+                 ("webvoyager", "run", "--count", "1", "--headless")):
+        line = error_line(farm(tmp_path, *argv))
+        assert line.startswith("error: farm.yaml: runs_dir afile: is a file, not a directory"), (argv, line)
+
+
+def test_webvoyager_finds_its_run_under_runs_dir_from_farm_yaml(tmp_path: Path) -> None:
+    _farm_yaml(tmp_path)
+    joined_run(tmp_path / "myruns", "r1", make_tasks(["Allrecipes--0"]))
+    proc = farm(tmp_path, "webvoyager", "reset-judge", "--run", "r1")
+    assert proc.returncode == 0, proc.stderr
+    assert "Allrecipes--0" in proc.stdout and proc.stdout.splitlines()[-1] == "dry run; apply with --execute"
+
+
+def test_desktop_attach_writes_the_run_under_runs_dir_from_farm_yaml(tmp_path: Path) -> None:
+    _farm_yaml(tmp_path)
+    batch = recorded_batch(tmp_path)
+    proc = farm(tmp_path, "desktop", "attach", "d1", str(batch))
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "myruns" / "d1" / "desktop" / "batch-002.report.md").is_file()
+    assert not (tmp_path / "runs").exists()
 
 
 def test_the_resolution_and_its_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

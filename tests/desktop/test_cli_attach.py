@@ -1,4 +1,5 @@
-"""`farm desktop attach`: the batch joins a run manifest and its reports land in runs/<run>/desktop/."""
+"""`farm desktop attach`: the batch joins a run manifest, its reports land in runs/<run>/desktop/ and the run's
+current report is rebuilt to show it."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import json
 from pathlib import Path
 
 from farm.desktop.batch import record_result
+from farm.lane_plugins import current_report
 from farm.manifest import Manifest, load
+from farm.report.headline import read_headline
 from farm.results.store import RunStore
 from tests.helpers.desktop import farm, planned_batch, write_result
-from tests.helpers.records import run_of_other_lanes
+from tests.helpers.records import record, run_of_other_lanes, write_run
 
 
 def _batch(tmp_path: Path) -> Path:
@@ -73,3 +76,21 @@ def test_attach_refuses_a_run_id_with_a_path(tmp_path: Path) -> None:
     outcome = farm("desktop", "attach", "../escape", _batch(tmp_path), "--runs-dir", tmp_path / "runs")
     assert outcome.code == 2 and "not a plain directory name" in outcome.stderr
     assert not (tmp_path / "escape").exists()
+
+
+def test_attach_rebuilds_the_runs_current_report_with_the_batch_and_archives_the_one_before(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    run_dir = write_run(runs, "r1", [record("calc-add", run="r1"), record("notes-new", run="r1", passed=False)],
+                        phones=[("SER1", "Pixel 7")])
+    current_report(run_dir)  # the android run's report
+    outcome = farm("desktop", "attach", "r1", _batch(tmp_path), "--runs-dir", runs)
+    assert outcome.code == 0, outcome.stderr
+    report = (run_dir / "report.md").read_text(encoding="utf-8")
+    assert "Desktop batch batch-001" in report and "calc-add" in report
+    (archived,) = (run_dir / "reports").iterdir()
+    assert (archived / "headline.json").is_file() and (archived / "report.md").is_file()
+    written = read_headline(run_dir)
+    # The batch's slots are its section's numbers: attaching writes no record, so the headline is the records'.
+    assert written is not None and (written.overall.planned, written.overall.attempted) == (2, 2)
+    assert outcome.stdout.splitlines()[-5:] == [f"run r1: {written.text}", *(str(run_dir / name) for name in (
+        "report.md", "report.html", "junit.xml", "scores.csv"))]

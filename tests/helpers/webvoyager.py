@@ -10,8 +10,9 @@ from pathlib import Path
 
 from pydantic import JsonValue
 
-from farm.manifest import CodeFingerprint
+from farm.manifest import CodeFingerprint, LaneEntry, Manifest, utc_now
 from farm.results.record import Tokens
+from farm.results.store import RunStore
 from web_bench.webvoyager.dataset import task_sha256, tasks_sha256
 from web_bench.webvoyager.model import (
     AgentResult,
@@ -25,6 +26,7 @@ from web_bench.webvoyager.model import (
     WvTask,
 )
 from web_bench.webvoyager.revisions import commit
+from web_bench.webvoyager.run import LANE_DIR
 from web_bench.webvoyager.run_tree import RunTree, WvManifest, create_manifest
 
 STARTED_AT = "2026-09-16T08:00:00Z"
@@ -183,3 +185,11 @@ def tree_digest(root: Path) -> dict[str, str]:
         else:
             out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
+
+
+def joined_run(runs_dir: Path, run_id: str, tasks: Sequence[WvTask]) -> RunTree:
+    """`runs_dir/run_id/`: a farm run whose only lane is WebVoyager (joined through the run store, as the lane
+    joins it), holding `build_run`'s finished tree of `tasks` and no report yet."""
+    RunStore.join(runs_dir, run_id, LaneEntry(lane="webvoyager", outputs=[f"{LANE_DIR}/report.md"]),
+                  new=lambda: Manifest(run_id=run_id, created_at=utc_now()))
+    return build_run(runs_dir / run_id / LANE_DIR, tasks)

@@ -39,11 +39,15 @@ def write_lines(path: Path, lines: list[dict[str, Any] | str], *, end_newline: b
     path.write_text(text + ("\n" if end_newline else ""), encoding="utf-8")
 
 
-def make_run(runs: Path, *, run: str = RUN, records: list[Record] | None = None, **fields: Any) -> Path:
-    """A run under `runs` with one failed unit whose run record is at EVIDENCE (steps are up to the test)."""
+def make_run(runs: Path, *, run: str = RUN, records: list[Record] | None = None, phone_name: str | None = None,
+             adb_server: str = "", **fields: Any) -> Path:
+    """A run under `runs` with one failed unit on phone SER1 (a Pixel 7; `phone_name` and `adb_server` as discovery
+    recorded them, none by default) whose run record is at EVIDENCE (steps are up to the test)."""
     rec = record("calc", run=run, passed=False, evidence=EVIDENCE, reasons=["answer did not match"],
                  checks=[CheckResult(type="answer_regex", passed=False, detail="looked for 56088; answer said 56086")],
                  answer="56086", **fields)
-    run_dir = write_run(runs, run, records if records is not None else [rec], phones=[("SER1", "Pixel 7")])
+    run_dir = write_run(runs, run, records if records is not None else [rec], phones=[("SER1", "Pixel 7")],
+                        names={"SER1": phone_name} if phone_name is not None else None,
+                        servers={"SER1": adb_server} if adb_server else None)
     (run_dir / EVIDENCE).mkdir(parents=True)
     return Path(run_dir)

@@ -154,3 +154,53 @@ def test_a_directory_above_the_run_records_lists_its_units_and_files(site: tuple
     page = client.get(f"/runs/{RUN}/android/")
     assert page.status_code == 200
     assert f'href="/runs/{RUN}/units/calc.SER1.a1"' in page.text and f'href="/runs/{RUN}/android/SER1/"' in page.text
+
+
+NAME = "Pixel 7 ·4599"
+SERVER = "127.0.0.1:5037"
+UNIT = f"/runs/{RUN}/units/calc.SER1.a1"
+PHONE_PAGES = ("/", f"/runs/{RUN}/", f"/runs/{RUN}/units/", UNIT, f"/runs/{RUN}/android/SER1/units/")
+"""Every page that shows a phone: the run list, the run page (no report yet), the units, a unit, a directory."""
+
+
+def _named(tmp_path: Path, name: str) -> TestClient:
+    """The viewer of a run whose manifest recorded phone SER1 as `name` on SERVER."""
+    runs = tmp_path / "runs"
+    make_run(runs, phone_name=name, adb_server=SERVER)
+    return TestClient(create_app(runs), base_url="http://127.0.0.1", follow_redirects=False)
+
+
+def test_every_page_shows_a_phone_by_its_stable_name_with_its_serial_and_adb_server(tmp_path: Path) -> None:
+    client = _named(tmp_path, NAME)
+    for url in PHONE_PAGES:
+        page = client.get(url)
+        assert page.status_code == 200, url
+        assert NAME in page.text and f"SER1 on {SERVER}" in page.text, url
+    assert f"<title>calc on {NAME} — {RUN} — farm view</title>" in client.get(UNIT).text
+
+
+def test_the_json_carries_each_phones_stable_name_beside_its_serial(tmp_path: Path) -> None:
+    client = _named(tmp_path, NAME)
+    (row,) = client.get("/api/runs").json()
+    assert (row["run"], row["phones"]) == (RUN, [{"phone": NAME, "device": "SER1", "adb_server": SERVER}])
+    body = client.get(f"/api/runs/{RUN}/units").json()
+    (unit,) = body["units"]
+    assert (unit["device"], unit["phone"], unit["adb_server"], unit["url"], unit["verdict"]) == (
+        "SER1", NAME, SERVER, UNIT, "fail")
+
+
+def test_a_hostile_phone_name_stays_text_on_every_page(tmp_path: Path) -> None:
+    client = _named(tmp_path, HOSTILE)
+    for url in PHONE_PAGES:
+        page = client.get(url)
+        assert "<script>alert" not in page.text and "<img src=x" not in page.text, url
+        assert "&lt;script&gt;alert(2)&lt;/script&gt;" in page.text, url
+    answer = client.get(f"/api/runs/{RUN}/units")
+    assert answer.headers["content-type"] == "application/json"
+    assert answer.json()["units"][0]["phone"] == HOSTILE
+
+
+def test_the_units_json_of_a_missing_run_is_not_found(tmp_path: Path) -> None:
+    client = _named(tmp_path, NAME)
+    answer = client.get("/api/runs/no-such-run/units")
+    assert answer.status_code == 404 and answer.json()["error"].startswith("no-such-run: no such run under")

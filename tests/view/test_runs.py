@@ -33,8 +33,8 @@ def test_rows_carry_label_date_rate_phones_and_fingerprint_newest_first(tmp_path
     rows = list_runs(tmp_path)
     assert [r.run for r in rows] == ["new", "old"]
     row = rows[0]
-    assert (row.state, row.created_at, row.phones, row.fingerprint) == (
-        "ok", "2026-02-01T00:00:00Z", ["Pixel 7 ×2"], "0123456789ab+diff")
+    assert (row.state, row.created_at, row.fingerprint) == ("ok", "2026-02-01T00:00:00Z", "0123456789ab+diff")
+    assert [(p.phone, p.device) for p in row.phones] == [("Pixel 7 · S1", "S1"), ("Pixel 7 · S2", "S2")]
     assert row.headline == headline(recs)
     assert (row.headline.attempted, row.headline.passed, row.headline.errors, row.headline.skipped) == (3, 1, 1, 1)
     assert rows[1].label == "nightly" and rows[1].fingerprint is not None
@@ -72,3 +72,20 @@ def test_records_without_a_manifest_and_a_run_linked_from_outside_are_listed_as_
     assert rows["no-manifest"].state == "unreadable" and "no manifest" in rows["no-manifest"].problems[0]
     assert rows["no-manifest"].headline is not None and rows["no-manifest"].headline.passed == 1
     assert rows["linked"].state == "unreadable" and rows["linked"].problems == ["linked: leaves the runs directory"]
+
+
+def test_a_phone_recorded_before_names_were_takes_the_farm_yaml_label_the_manifest_kept(tmp_path: Path) -> None:
+    run_dir = write_run(tmp_path, "r", [record("a", run="r", device="SER1")], phones=[("SER1", "Pixel 7")],
+                        servers={"SER1": "10.0.0.2:5037"})
+    _stamp(run_dir, "2026-01-01T00:00:00Z", config={"phone_labels": {"SER1": "Bench A"}})
+    (row,) = list_runs(tmp_path)
+    assert [(p.phone, p.device, p.adb_server, p.where) for p in row.phones] == [
+        ("Bench A", "SER1", "10.0.0.2:5037", "SER1 on 10.0.0.2:5037")]
+
+
+def test_a_phone_only_the_records_name_gets_its_stable_name_and_a_web_backend_keeps_its_own(tmp_path: Path) -> None:
+    write_run(tmp_path, "r", [record("a", run="r", device="127.0.0.1:45949"),
+                              record("order_lookup", run="r", device="playwright", lane="web")])
+    (row,) = list_runs(tmp_path)
+    assert [(p.phone, p.where) for p in row.phones] == [("device · 45949", "127.0.0.1:45949"),
+                                                        ("playwright", "")]

@@ -150,6 +150,13 @@ def test_a_page_written_answer_is_escaped_in_the_written_reports(echoed: Path, t
         assert "&lt;img src=x" in text and "<img" not in text and "<script" not in text
 
 
+def test_a_web_only_run_gets_its_current_report_with_the_section_beside_the_lanes_own(echoed: Path) -> None:
+    (section,) = _web(echoed)
+    report = (echoed / "report.md").read_text(encoding="utf-8")
+    assert section.title in report and "planned 1 · skipped 0 · attempted 1" in report
+    assert (echoed / "headline.json").is_file() and (echoed / "web" / "results.report.md").is_file()
+
+
 def test_a_backend_name_from_a_results_file_is_escaped_in_its_chart() -> None:
     name = '<script>alert("x")</script>'
     runs = [web_run(backend=name, first_backend=name, timings=Timings(completion_ms=120.0))]

@@ -1,6 +1,7 @@
 """The WebVoyager lane joining a run other lanes already wrote: their records stay the exact prefix of
 records.jsonl, the manifest keeps their entries, and every later `finish` (a re-judge, a report rebuild) only
-appends superseding lines, which `farm report` reads as one unit per task (the later line wins).
+appends superseding lines, which `farm report` reads as one unit per task (the later line wins); each `finish`
+rebuilds the run's current report, archiving the one before.
 
 One module run serves every test (they only read its snapshots): the lane runs one task that passes, the
 judge is reset and the task re-judged as failing, then the lane report is rebuilt."""
@@ -16,6 +17,7 @@ import pytest
 
 from farm.llm.stub import StubReply
 from farm.manifest import load
+from farm.report.headline import read_headline
 from tests.helpers.cli import farm
 from tests.helpers.shared_run import OTHER_LANES, run_of_other_lanes
 from tests.helpers.wv_lane import SIX, run, stub_models, wv_data
@@ -89,3 +91,17 @@ def test_farm_report_counts_the_task_once_with_its_latest_line(snaps: Snapshots,
     headline = json.loads(built.stdout)["headline"]
     # android passed, desktop failed, the WebVoyager task failed on its re-judge (its first line passed).
     assert (headline["attempted"], headline["passed"]) == (3, 1)
+
+
+def test_the_runs_current_report_counts_the_task_with_its_latest_verdict(snaps: Snapshots) -> None:
+    written = read_headline(snaps.run_dir)
+    assert written is not None
+    # android passed, desktop failed, the WebVoyager task failed on its re-judge: as `farm report` counts them.
+    assert (written.overall.planned, written.overall.attempted, written.overall.passed) == (3, 3, 1)
+    assert written.text in (snaps.run_dir / "report.md").read_text(encoding="utf-8")
+
+
+def test_each_finish_archives_the_current_report_before_it(snaps: Snapshots) -> None:
+    # The run, the re-judge and the rebuild each wrote one: the first two are archived.
+    archived = sorted((snaps.run_dir / "reports").iterdir())
+    assert len(archived) == 2 and all((a / "report.md").is_file() for a in archived)

@@ -134,7 +134,8 @@ def run_lane(
     virtual_phone: bool = False, on_run: Callable[[WebRun], None] = lambda _: None,
     policy: Policy[WebBrief] | None = None,
 ) -> tuple[Path, Path]:
-    """Run the matrix; returns (results JSONL, report Markdown). Refuses an existing output."""
+    """Run the matrix; returns (results JSONL, report Markdown). Refuses an existing output. The run's current
+    report (`runs/<id>/report.*`) is rebuilt at the end, counting the web units."""
     check_timeout_ms(timeout_ms)
     results = output or runs_dir / run_id / "web" / "results.jsonl"
     if results.exists() or results.is_symlink():
@@ -190,4 +191,9 @@ def run_lane(
                 store.update(close)
     if results.stat().st_size:
         create_new_text(report_path, to_markdown(report_file(results)), what="report")
+    # The run's current report (runs/<id>/report.*, headline.json) now counts the web units beside every other
+    # lane's; the lane's own report above stays the seed-001 one.
+    from farm.lane_plugins import current_report
+
+    current_report(run_dir)
     return results, report_path

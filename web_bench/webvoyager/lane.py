@@ -52,8 +52,9 @@ class RunOutcome:
 
 
 def finish(prepared: Prepared, views: dict[str, TaskView], *, halted: str | None) -> Path:
-    """Rewrite metrics, summary.json and report.md from the current views, and record each task whose view
-    changed: a superseding line in the run's records, never a rewrite (other lanes' records stay)."""
+    """Rewrite metrics, summary.json and report.md from the current views, record each task whose view
+    changed (a superseding line in the run's records, never a rewrite: other lanes' records stay), and rebuild
+    the run's current report."""
     from web_bench.webvoyager.metrics import write_task_metrics
     from web_bench.webvoyager.report import render_report
     from web_bench.webvoyager.summary import summarize
@@ -74,6 +75,11 @@ def finish(prepared: Prepared, views: dict[str, TaskView], *, halted: str | None
     atomic_write_text(tree.report, report)
     records = [to_record(opts.run_id, t, views.get(t.task_id), judge_mode=opts.judge) for t in prepared.tasks]
     RunStore(tree.root.parent).supersede(records)
+    # The run's current report (runs/<id>/report.*, headline.json) now counts these tasks as their latest lines
+    # say, beside every other lane's units.
+    from farm.lane_plugins import current_report
+
+    current_report(tree.root.parent)
     return tree.report
 
 
