@@ -20,14 +20,12 @@ with `interrupt()`, which DuckDB allows from any thread.
 from __future__ import annotations
 
 import os
-import signal
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, NoReturn
 
 from farm.errors import FarmError
@@ -219,26 +217,12 @@ class _Interrupted(Exception):
     """The worker saw a stop reason between two statements."""
 
 
-@contextmanager
-def _signals_stop(stop: _Stop) -> Iterator[None]:
-    """SIGINT and SIGTERM stop the query; a second SIGINT interrupts at once (KeyboardInterrupt, exit 130).
-    Only the main thread can take signals: elsewhere (a test calling in from a thread) nothing is installed."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+def _signals_stop(stop: _Stop) -> AbstractContextManager[None]:
+    """SIGINT and SIGTERM stop the query; a second SIGINT interrupts at once (KeyboardInterrupt, exit 130). A
+    stop for the time limit is not a signal: a Ctrl-C after it still stops politely first."""
+    from farm.signals import stop_on_signals
 
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        name = signal.Signals(signum).name
-        if stop.reason is not None and stop.reason != _TIMEOUT and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        stop.stop(name)
-
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+    return stop_on_signals(threading.Event(), stop.stop)
 
 
 def bounded_connection(
