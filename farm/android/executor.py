@@ -110,6 +110,10 @@ class ExecutorOutcome:
     """Whether `raw_dir` holds the phone's eval tree."""
     pull_refused: list[str] = field(default_factory=list)
     """Entries of the pulled tree that were refused (escaping names, too large)."""
+    looked: list[str] = field(default_factory=list)
+    """Task ids after which the harness looked at the phone itself (instrument executor): their
+    `<id>/run/harness-look.json` in `raw_dir` is the harness's, and the only source of their fresh looks and
+    after-probes. A task that needed a look and is not listed is not scored on the app's word."""
 
 
 class Executor(Protocol):

@@ -73,8 +73,11 @@ def phone_records(
         records = [r.model_copy(update={"execution": execution}) for r in records]
     by_id: dict[str, ResolvedTask] = {t.id: t for t in prepared.tasks}
     if ctx.executor == "instrument":
-        # The phone's verdict is kept as device_verdict; the host scores the transcript itself.
-        records += rescore_records(normalised.records, {t.id: t.task for t in prepared.tasks}, raw)
+        # The phone's verdict is kept as device_verdict; the host scores the transcript itself, with the look the
+        # executor took after the run (only for the tasks it says it looked after: a harness-look.json elsewhere
+        # in the tree may be the app's).
+        looked = outcome.looked if outcome is not None else []
+        records += rescore_records(normalised.records, {t.id: t.task for t in prepared.tasks}, raw, looked=looked)
     else:
         records += normalised.records
     have = {r.task_id for r in normalised.records}

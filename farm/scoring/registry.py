@@ -34,11 +34,14 @@ class CheckContext:
     """What an adapter may read: the (resolved) task and the evidence of the attempt.
 
     `task` is the farm task; a lane without one (WebVoyager) passes none, and marker checks then look for nothing.
+    `no_look` says why the harness never looked after the attempt (a pulled run): screen_has and probe_has then
+    fail with it, whatever the evidence holds.
     """
 
     evidence: Evidence
     task: Task | None = None
     window: int = DEFAULT_WINDOW
+    no_look: str | None = None
 
 
 C = TypeVar("C", bound=BaseModel)
@@ -94,6 +97,8 @@ def _target_text(text: str | None, marker: bool, ctx: CheckContext) -> str:
 
 @register(ScreenHas)
 def _screen_has(check: ScreenHas, ctx: CheckContext) -> CheckResult:
+    if ctx.no_look is not None:
+        return CheckResult(type="screen_has", passed=False, detail=ctx.no_look)
     # An unresolved `{app:…}` (no standard intent, e.g. notes) means "the app the agent used": any look.
     package = None if check.package_name.startswith("{app:") else check.package_name
     if package is not None:
@@ -103,6 +108,8 @@ def _screen_has(check: ScreenHas, ctx: CheckContext) -> CheckResult:
 
 @register(ProbeHas)
 def _probe_has(check: ProbeHas, ctx: CheckContext) -> CheckResult:
+    if ctx.no_look is not None:
+        return CheckResult(type="probe_has", passed=False, detail=ctx.no_look)
     return probe_has(ctx.evidence.probes_after, check.probe, _target_text(check.text, check.marker, ctx))
 
 

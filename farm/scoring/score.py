@@ -43,14 +43,15 @@ def declared_impossible(evidence: Evidence) -> bool:
     return evidence.end == "give_up" or (evidence.end == "answer" and declares_impossible(evidence.answer))
 
 
-def score(task: Task, evidence: Evidence, *, window: int = DEFAULT_WINDOW) -> ScoreResult:
+def score(task: Task, evidence: Evidence, *, window: int = DEFAULT_WINDOW, no_look: str | None = None) -> ScoreResult:
     """Outcome from how the attempt ended (takeover rule applied), checks from evidence, verdict.
 
     `passed` means the outcome equals the task's `expect` and every check passed. A check that reached no
     verdict makes the outcome `error` (category `unjudged`), whatever the other checks say. An answer whose
     checks fail is a `failed` outcome: `succeeded` needs evidence, not the agent's claim. For
     `expect: failed` the agent must declare the task impossible (give up, or answer that it cannot
-    be done); running out of steps, time or repeating itself never passes.
+    be done); running out of steps, time or repeating itself never passes. `no_look`: why the harness never
+    looked after the attempt (a pulled run); its screen_has and probe_has checks fail with that reason.
     """
     ended_by = end_reason(evidence.end)
     if evidence.end == "error":
@@ -61,7 +62,7 @@ def score(task: Task, evidence: Evidence, *, window: int = DEFAULT_WINDOW) -> Sc
             failure_category="infrastructure",
             end_reason=ended_by,
         )
-    ctx = CheckContext(task=task, evidence=evidence, window=window)
+    ctx = CheckContext(task=task, evidence=evidence, window=window, no_look=no_look)
     checks = [evaluate(check, ctx) for check in task.checks]
     unjudged = [c for c in checks if c.passed is None]
     if unjudged:

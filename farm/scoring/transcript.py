@@ -1,8 +1,10 @@
-"""The transcript files of one attempt (`<id>/run/steps.jsonl`, `final.json`) and re-scoring from them."""
+"""The transcript files of one attempt (`<id>/run/steps.jsonl`, `final.json`, and for an on-device agent's
+attempt the harness's own `harness-look.json`) and re-scoring from them."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -11,9 +13,9 @@ from pydantic import Field, JsonValue, ValidationError
 from farm.camel import CamelModel
 from farm.errors import FarmError
 from farm.results.record import CheckResult, RunMetrics, Tokens
-from farm.scoring.evidence import EndKind, Evidence, HandOver, ScoreResult, ScreenRead
+from farm.scoring.evidence import EndKind, Evidence, FreshLook, HandOver, ScoreResult, ScreenRead
 from farm.scoring.score import score
-from farm.taskset.model import Task
+from farm.taskset.model import ProbeHas, ScreenHas, Task
 
 
 class ObservationLine(CamelModel):
@@ -119,6 +121,92 @@ class FinalFile(CamelModel):
     """Cost; null when unknown."""
 
 
+HARNESS_LOOK_FILE = "harness-look.json"
+"""In `<id>/run/`, beside an on-device agent's transcript: the harness's own look after the attempt."""
+
+HARNESS_ONLY = {"fresh_looks": "freshLooks", "probes": "probes", "probes_after": "probesAfter",
+                "app_choices": "appChoices", "judge_verdicts": "judgeVerdicts"}
+"""Evidence fields only the harness fills (field name → its key in final.json). A phone's final.json never
+supplies them: an app that could write its own fresh look could pass every write task on its word."""
+
+
+class HarnessLook(CamelModel):
+    """`<id>/run/harness-look.json`: what the harness itself saw on the phone after an on-device agent's attempt.
+
+    Written by farm (`farm.android.harness_look`) after `am instrument` ended and the phone's tree was pulled,
+    never by the app: it is the only source of an instrument attempt's fresh looks and after-probes. With several
+    tasks in one `am instrument` call (`--batch`), the look comes after the whole call, so a task that ran later in
+    the same call may have changed what this task left (`later_in_call`); what it shows is still the harness's
+    own look at the phone, never the app's word.
+    """
+
+    written_by: Literal["harness"] = "harness"
+    """Always `harness`: farm wrote this file, after the attempt, from its own look at the phone."""
+    at: str
+    """When the harness began this look (ISO-8601 UTC), after the `am instrument` call ended."""
+    looks: list[FreshLook] = Field(default_factory=list)
+    """The apps the harness reopened for screen_has checks (force-stop, launch, read and scroll), with their
+    visible text or why a look failed."""
+    probes_after: dict[str, str] = Field(default_factory=dict)
+    """Output of each catalogue probe the task's probe_has checks name (`name` or `name:param` → output), run by
+    the harness after the attempt."""
+    app_choices: dict[str, str] = Field(default_factory=dict)
+    """Package resolved before the run → the handler of that capability the attempt opened (from the transcript's
+    packages), which the harness looked at instead."""
+    later_in_call: list[str] = Field(default_factory=list)
+    """Tasks that ended after this one in the same `am instrument` call, before the look: they may have changed
+    the screens this look saw."""
+    error: str | None = None
+    """Why the harness could not look (phone gone, uiautomator2 down): the attempt is then an infrastructure
+    error, never scored on the app's word."""
+    app_file_replaced: bool = False
+    """The pulled tree already held a `harness-look.json` (the app wrote it): farm removed it before looking."""
+
+
+def needs_look(task: Task) -> bool:
+    """Whether the task has a check only the harness's look after the attempt can decide (screen_has,
+    probe_has)."""
+    return any(isinstance(c, ScreenHas | ProbeHas) for c in task.checks)
+
+
+def read_harness_look(run_dir: Path) -> HarnessLook:
+    """The harness's look of a transcript directory; FarmError when it is missing or unreadable."""
+    path = run_dir / HARNESS_LOOK_FILE
+    try:
+        return HarnessLook.model_validate_json(path.read_bytes())
+    except OSError as exc:
+        raise FarmError(f"{path}: {exc.strerror or exc}") from None
+    except ValidationError as exc:
+        raise FarmError(f"{path}: not a harness look ({exc.errors()[0]['msg']})") from None
+
+
+def with_look(evidence: Evidence, look: HarnessLook) -> Evidence:
+    """The attempt's evidence completed with the harness's own look (its only fresh looks and after-probes)."""
+    if look.error is not None:
+        # As the host executor does when its verification fails: the phone, not the agent, failed.
+        return evidence.model_copy(update={"end": "error",
+                                           "end_reason": f"phone (the harness's look after the run): {look.error}"})
+    return evidence.model_copy(update={"fresh_looks": list(look.looks), "probes_after": dict(look.probes_after),
+                                       "app_choices": dict(look.app_choices)})
+
+
+@dataclass(frozen=True)
+class PhoneEvidence:
+    """A phone's transcript read as evidence: what the app wrote, without the fields only the harness fills."""
+
+    evidence: Evidence
+    """The evidence, harness-only fields empty."""
+    ignored: tuple[str, ...] = ()
+    """The harness-only keys (camelCase) the app wrote anyway, which were dropped."""
+
+    def note(self) -> str | None:
+        """One line saying what was dropped, for the record's reasons; None when the app wrote none."""
+        if not self.ignored:
+            return None
+        return (f"the app wrote {', '.join(self.ignored)} in final.json; ignored — only the harness looks, probes "
+                "and judges")
+
+
 def read_steps(path: Path) -> list[StepLine]:
     """Parse steps.jsonl; FarmError naming the line on a bad one."""
     steps: list[StepLine] = []
@@ -162,11 +250,23 @@ def _end_of(raw: dict[str, object], answer: object) -> EndKind:
     return "unknown"
 
 
-def load_evidence(run_dir: Path) -> Evidence:
-    """The evidence of a transcript directory (`<id>/run/`).
+def load_evidence(run_dir: Path, *, look: HarnessLook | None = None) -> Evidence:
+    """The evidence of a phone's transcript directory (`<id>/run/`), with `look` (the harness's own) merged in.
 
-    Uses `final.json`'s evidence when present; otherwise rebuilds what it can from the steps
-    (screen reads) and the final answer, as other agents' transcripts carry less.
+    The fields only the harness fills are never taken from the phone (`read_phone_evidence`); `look` is their only
+    source. Without it, screen_has and probe_has checks find no look.
+    """
+    evidence = read_phone_evidence(run_dir).evidence
+    return with_look(evidence, look) if look is not None else evidence
+
+
+def read_phone_evidence(run_dir: Path) -> PhoneEvidence:
+    """The evidence a phone's transcript directory (`<id>/run/`) gives, harness-only fields dropped.
+
+    Uses `final.json`'s evidence when present; otherwise rebuilds what it can from the steps (screen reads) and
+    the final answer, as other agents' transcripts carry less. Fresh looks, probes, app choices and judge
+    verdicts are the harness's (docs/agent-app.md): whatever the app wrote there is dropped and named in
+    `ignored`. FarmError when there is no readable transcript.
     """
     final_path = run_dir / "final.json"
     if not final_path.exists():
@@ -183,9 +283,14 @@ def load_evidence(run_dir: Path) -> Evidence:
             evidence = Evidence.model_validate(raw["evidence"])
         except ValidationError as exc:
             raise FarmError(f"{final_path}: evidence: {exc.errors()[0]['msg']}") from None
+        written = raw["evidence"]
+        # Named when the app filled one (either spelling); an empty list or object claims nothing.
+        ignored = tuple(camel for name, camel in HARNESS_ONLY.items()
+                        if written.get(camel) or written.get(name))
+        evidence = evidence.model_copy(update={name: type(getattr(evidence, name))() for name in HARNESS_ONLY})
         if not evidence.screen_reads and reads:
             evidence = evidence.model_copy(update={"screen_reads": reads})
-        return evidence
+        return PhoneEvidence(_with_packages(evidence), ignored)
     answer = raw.get("answer")
     end = _end_of(raw, answer)
     reason = str(raw.get("reason") or "")
@@ -195,14 +300,23 @@ def load_evidence(run_dir: Path) -> Evidence:
         kind = str(raw.get("takeoverKind") or reason or "unknown")
         hand_over = HandOver(step=reads[-1].step if reads else 0, reason=kind, screen=reads[-1].text if reads else "")
     steps = raw.get("steps")
-    return Evidence(
+    return PhoneEvidence(_with_packages(Evidence(
         end=end,
         answer=answer if isinstance(answer, str) else None,
         end_reason=reason,
         screen_reads=reads,
         hand_over=hand_over,
         steps=steps if isinstance(steps, int) else len(reads),
-    )
+    )))
+
+
+def _with_packages(evidence: Evidence) -> Evidence:
+    """Packages used, from the screen reads when the transcript does not list them: where an `{app:…}` look goes
+    (the look itself, not this list, decides the check)."""
+    if evidence.packages_used:
+        return evidence
+    used = list(dict.fromkeys(r.package for r in evidence.screen_reads if r.package))
+    return evidence.model_copy(update={"packages_used": used}) if used else evidence
 
 
 def screen_reads(path: Path) -> list[ScreenRead]:
@@ -227,6 +341,9 @@ def screen_reads(path: Path) -> list[ScreenRead]:
     return reads
 
 
-def rescore_run_dir(task: Task, run_dir: Path) -> ScoreResult:
-    """Score again from a transcript directory with today's checks (same functions as live scoring)."""
-    return score(task, load_evidence(run_dir))
+def rescore_run_dir(task: Task, run_dir: Path, *, look: HarnessLook | None = None) -> ScoreResult:
+    """Score again from a transcript directory with today's checks (same functions as live scoring).
+
+    The transcript is read as a phone's (`load_evidence`): its fresh looks and after-probes come from `look`
+    only."""
+    return score(task, load_evidence(run_dir, look=look))
