@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -162,12 +163,32 @@ def task_duration(task_seconds: float, task_id: str) -> float:
     return task_seconds * (0.4 + 1.2 * random.Random(f"duration:{task_id}").random())
 
 
+SIM_APPS = {"notes": "dev.agentfarm.notes", "clock": "com.android.deskclock", "calendar": "com.android.calendar",
+            "contacts": "com.android.contacts", "files": "com.android.documentsui"}
+"""The virtual phone's app for a capability the bundle could leave unresolved (`notes` has no standard intent)."""
+
+
 def _target_package(task: dict[str, Any]) -> str | None:
     for check in task.get("checks") or []:
         if isinstance(check, dict) and check.get("type") == "screen_has" and check.get("packageName"):
-            return str(check["packageName"])
+            package = str(check["packageName"])
+            return SIM_APPS.get(package[5:-1]) if package.startswith("{app:") else package
     apps = [str(a) for a in task.get("apps") or []]
     return apps[0] if apps else None
+
+
+def _wanted_texts(task: dict[str, Any]) -> list[str]:
+    """The texts the task's screen_has checks look for besides the marker: what a competent agent wrote."""
+    return [str(c["text"]) for c in task.get("checks") or []
+            if isinstance(c, dict) and c.get("type") == "screen_has" and isinstance(c.get("text"), str)]
+
+
+def _alarm_time(task: dict[str, Any]) -> str:
+    for text in _wanted_texts(task):
+        found = re.fullmatch(r"(\d{1,2}):(\d{2})", text.strip())
+        if found:
+            return f"{int(found.group(1)):02d}:{found.group(2)}"
+    return "07:00"
 
 
 def leave_marker(phone: PhoneState, task: dict[str, Any], marker: str) -> str | None:
@@ -184,10 +205,11 @@ def leave_marker(phone: PhoneState, task: dict[str, Any], marker: str) -> str | 
     key = uuid.uuid4().hex[:12]
     if package == "com.android.deskclock":
         alarms = app.load("alarms", [])
-        alarms.append({"id": key, "time": "07:00", "label": marker, "enabled": True})
+        alarms.append({"id": key, "time": _alarm_time(task), "label": marker, "enabled": True})
         app.save("alarms", sorted(alarms, key=lambda a: a["time"]))
     elif package == "com.android.contacts":
-        app.save("contacts", [*app.load("contacts", []), {"id": key, "name": marker, "phone": ""}])
+        number = next((t for t in _wanted_texts(task) if re.fullmatch(r"[+\d][\d -]*", t)), "")
+        app.save("contacts", [*app.load("contacts", []), {"id": key, "name": marker, "phone": number}])
     elif package == "com.android.calendar":
         when = datetime.now(UTC).strftime("%Y-%m-%d 09:00")
         from farm.sim.apps.calendar import CalendarApp
@@ -202,7 +224,8 @@ def leave_marker(phone: PhoneState, task: dict[str, Any], marker: str) -> str | 
         from farm.sim.apps.notes import DEFAULT_NOTES
 
         saved = notes.load("notes", DEFAULT_NOTES)
-        notes.save("notes", [{"id": key, "title": marker, "text": "", "updated": int(time.time())}, *saved])
+        body = "、".join(_wanted_texts(task))
+        notes.save("notes", [{"id": key, "title": marker, "text": body, "updated": int(time.time())}, *saved])
     return package
 
 
