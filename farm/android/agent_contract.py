@@ -28,7 +28,7 @@ from farm.results.record import (
     Partition,
     TokenCount,
 )
-from farm.scoring.evidence import AskEvent, ConfirmationCard, EndKind, HandOver, ScreenRead
+from farm.scoring.evidence import AttemptEvidence
 from farm.taskset.model import Task
 
 CONTRACT_VERSION: Literal[1] = 1
@@ -221,30 +221,9 @@ class AgentStep(_AppFile):
     """Tokens of the model call behind this step (same keys as the scores line)."""
 
 
-class AppEvidence(CamelModel):
+class AppEvidence(AttemptEvidence):
     """What the attempt left that checks use, as the app may write it: `farm.scoring.evidence.Evidence` without
     the fields only the harness fills (fresh looks, probes, app choices, judge verdicts)."""
-
-    end: EndKind
-    """How the attempt ended (the harness's vocabulary: `confirmation`, `hand_over`…)."""
-    answer: str | None = None
-    """The final answer."""
-    end_reason: str = ""
-    """The give-up or hand-over reason, the budget or error message."""
-    screen_reads: list[ScreenRead] = Field(default_factory=list)
-    """Every screen read; empty = taken from steps.jsonl."""
-    asks: list[AskEvent] = Field(default_factory=list)
-    """Every `ask_user` question and the reply the app gave from the task's `answers`."""
-    confirmations: list[ConfirmationCard] = Field(default_factory=list)
-    """The confirmation card an irreversible step produced instead of being performed."""
-    hand_over: HandOver | None = None
-    """The hand-over that ended the attempt (the barrier must be visible on `screen`)."""
-    packages_used: list[str] = Field(default_factory=list)
-    """Foreground packages seen, in first-seen order."""
-    steps: int = 0
-    """Actions taken."""
-    step_errors: int = 0
-    """Malformed or failed tool calls."""
 
 
 class AgentFinal(_AppFile):

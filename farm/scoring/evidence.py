@@ -98,8 +98,9 @@ class JudgeEvidence(CamelModel):
     """API, truncation or format error that left the attempt without a verdict."""
 
 
-class Evidence(CamelModel):
-    """Everything one attempt left behind that checks may use."""
+class AttemptEvidence(CamelModel):
+    """What the attempt itself left behind: what an agent (the on-device app too) may write. The harness's own
+    observations are `Evidence`'s further fields, never taken from an agent."""
 
     end: EndKind
     """How the attempt ended."""
@@ -110,26 +111,32 @@ class Evidence(CamelModel):
     screen_reads: list[ScreenRead] = Field(default_factory=list)
     """Every screen read, in order."""
     asks: list[AskEvent] = Field(default_factory=list)
-    """ask_user events."""
+    """ask_user events, with the reply given from the task's `answers`."""
     confirmations: list[ConfirmationCard] = Field(default_factory=list)
-    """Confirmation cards produced (normally at most one, which ends the task)."""
+    """Confirmation cards produced instead of an irreversible step (normally at most one, which ends the task)."""
     hand_over: HandOver | None = None
-    """The hand-over, when the attempt ended with one."""
+    """The hand-over, when the attempt ended with one (the barrier must be visible on its `screen`)."""
+    packages_used: list[str] = Field(default_factory=list)
+    """Foreground packages seen during the attempt, in first-seen order."""
+    steps: int = 0
+    """Actions taken."""
+    step_errors: int = 0
+    """Malformed or failed tool calls."""
+
+
+class Evidence(AttemptEvidence):
+    """Everything one attempt left behind that checks may use: the attempt's own evidence and what the harness
+    observed itself."""
+
     fresh_looks: list[FreshLook] = Field(default_factory=list)
     """The harness's own looks at apps after the attempt."""
     probes: dict[str, str] = Field(default_factory=dict)
     """Probe values read before the task (`name` or `name:param` → value)."""
     probes_after: dict[str, str] = Field(default_factory=dict)
     """Probe outputs read by the harness after the task (probe_has checks)."""
-    packages_used: list[str] = Field(default_factory=list)
-    """Foreground packages seen during the attempt, in first-seen order."""
     app_choices: dict[str, str] = Field(default_factory=dict)
     """Package resolved for an `{app:…}` before the run → the handler of that capability the agent actually
     opened, which the harness looked at instead (seed 003: after the run, prefer the app the agent used)."""
-    steps: int = 0
-    """Actions taken."""
-    step_errors: int = 0
-    """Malformed or failed tool calls."""
     judge_verdicts: list[JudgeEvidence] = Field(default_factory=list)
     """Verdicts of LLM judges on this attempt, gathered by the lane's judge adapter after the attempt."""
 
