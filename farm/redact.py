@@ -45,9 +45,16 @@ def names_a_variable(key: str) -> bool:
 
 
 def is_secret_key(key: str) -> bool:
-    """A key or option name whose value is a credential (`api_key`, `x-api-key`, `auth_token`)."""
+    """A key or option name whose value is a credential (`api_key`, `x-api-key`, `apiKey`, `auth_token`).
+
+    `key` counts where a word ends with it (`api_key`, `apikey`, `ssh_keys`), not where it begins another word:
+    a sweep's `keyword` selection is no credential, and removing it made the sweep impossible to resume."""
     lowered = _normal(key)
-    return not names_a_variable(lowered) and any(word in lowered for word in _SECRET_WORDS)
+    if names_a_variable(lowered):
+        return False
+    if any(w.endswith(("key", "keys")) for w in re.split(r"[^a-z0-9]+", lowered)):
+        return True
+    return any(word in lowered for word in _SECRET_WORDS if word != "key")
 
 
 def _counts_tokens(key: str) -> bool:

@@ -63,6 +63,13 @@ def test_counts_of_tokens_and_flags_are_not_credentials() -> None:
     assert redact(tree, secrets=()) == tree
 
 
+def test_a_keyword_selection_is_no_credential_but_keys_are() -> None:
+    tree: JsonValue = {"selection": {"keyword": "alarm and not weekdays", "keywords": ["calc"]},
+                       "ssh_keys": ["k1"], "privateKey": "k2", "secret_key": "k3"}
+    assert redact(tree, secrets=()) == {"selection": {"keyword": "alarm and not weekdays", "keywords": ["calc"]},
+                                        "ssh_keys": REDACTED, "privateKey": REDACTED, "secret_key": REDACTED}
+
+
 def test_a_credential_under_a_tokens_key_is_still_removed() -> None:
     assert redact({"api_tokens": "Abc123xyz", "tokens": ["t1"]}, secrets=()) == {
         "api_tokens": REDACTED, "tokens": REDACTED
