@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import from_json
 
 from farm.android import agent_contract as ac
+from farm.scoring.transcript import HARNESS_LOOK_FILE
 
 _MB = 1024 * 1024
 MAX_SCORES_BYTES = 8 * _MB
@@ -181,6 +182,9 @@ def check_transcript(report: TreeReport, root: Path, line: ac.ScoreLine) -> None
                        "end as unknown (never a pass)", FIXES["endReason"])
         report.add(f"{base}/final.json", 0, "evidence", "no evidence: asked_user and confirmation_shows checks "
                    "see no questions and no card", "write evidence.asks and evidence.confirmations", warning=True)
+    if (run / HARNESS_LOOK_FILE).exists():
+        report.add(f"{base}/{HARNESS_LOOK_FILE}", 0, "-", "written by the app: farm deletes it when it pulls the tree "
+                   "and writes its own look (only the harness looks)", f"do not write {HARNESS_LOOK_FILE}")
     check_steps(report, run, base)
 
 

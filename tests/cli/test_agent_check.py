@@ -120,6 +120,13 @@ def test_a_screenshot_named_but_absent_is_a_violation(tree: Path) -> None:
     assert f"calc/run/steps.jsonl:1:observation.screenshot: {name} is not a file next to steps.jsonl" in proc.stdout
 
 
+def test_a_look_the_app_wrote_in_the_harnesss_name_is_a_violation(tree: Path) -> None:
+    (tree / "calc" / "run" / "harness-look.json").write_text('{"looks": []}', encoding="utf-8")
+    proc = farm(tree.parent, "agent", "check", str(tree))
+    assert proc.returncode == 2
+    assert "calc/run/harness-look.json:0:-: written by the app: farm deletes it" in proc.stdout
+
+
 def test_a_huge_scores_file_is_refused_in_one_line_naming_the_bound(tree: Path) -> None:
     line = json.dumps({"id": "x", "outcome": "failed", "reason": "y" * 1000}) + "\n"
     (tree / "scores.jsonl").write_text(line * (10 * 1024 * 1024 // len(line) + 1), encoding="utf-8")
