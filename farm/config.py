@@ -9,7 +9,16 @@ from pathlib import Path
 from typing import Annotated
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from farm.android import pull_limits
 from farm.errors import FarmError
@@ -185,6 +194,70 @@ class QueryLimits(BaseModel):
     """Rows printed (`--max-rows`; `--all` prints every row)."""
 
 
+NOTIFY_MAX_TIMEOUT_S = 300
+"""Longest wait for a notifier (five minutes): the morning message must never hold the night's exit."""
+_ENV_VAR = r"^[A-Za-z_][A-Za-z0-9_]*$"
+# An HTTP header name (RFC 9110 token).
+_HEADER_NAME = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"
+
+
+def check_notify_url(value: str) -> str:
+    """An http(s) URL with a host and no user-info (a credential in a URL would be logged and kept: send it as a
+    header named by `headers_env`). Used for `notify.url` at load and for `notify.url_env`'s value at send."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - a port that is no number raises here, not mid-night
+    except ValueError as exc:
+        raise ValueError(f"not a URL ({exc})") from None
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f"only http and https URLs are posted to, not {parts.scheme or 'a URL without a scheme'}")
+    if not parts.hostname:
+        raise ValueError("the URL names no host")
+    if "@" in parts.netloc:
+        raise ValueError("a URL with user-info holds a credential; send it with headers_env instead")
+    if any(c.isspace() or ord(c) < 32 for c in value):
+        raise ValueError("the URL holds whitespace or a control character")
+    return value
+
+
+class NotifyConfig(BaseModel):
+    """Who hears of a sweep: after every `farm sweep`, its headline JSON goes to a command and/or an HTTP URL.
+    A notifier that fails or times out is logged in one line and never changes the sweep's exit status."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: list[Annotated[str, Field(min_length=1)]] | None = Field(default=None, min_length=1)
+    """argv of a program run with no shell: the payload JSON on its stdin, and FARM_NOTIFY_PAYLOAD_FILE naming a
+    file that holds it; it inherits the sweep's environment (credentials stay there, not in argv)."""
+    url: Annotated[str, AfterValidator(check_notify_url)] | None = Field(default=None, max_length=2048)
+    """An http(s) URL the payload is POSTed to as JSON."""
+    url_env: Annotated[str, Field(pattern=_ENV_VAR)] | None = None
+    """The environment variable holding the URL instead, for a URL that is itself a secret (a chat webhook):
+    never written to farm.yaml, a manifest or a log."""
+    headers_env: dict[Annotated[str, Field(pattern=_HEADER_NAME, max_length=100)],
+                      Annotated[str, Field(pattern=_ENV_VAR)]] = Field(default_factory=dict)
+    """HTTP header name → the environment variable holding its value (`Authorization: FARM_NOTIFY_TOKEN`)."""
+    timeout_s: float = Field(default=30, gt=0, le=NOTIFY_MAX_TIMEOUT_S, allow_inf_nan=False)
+    """Seconds each notifier may take (the command is killed, the POST abandoned, past it)."""
+    regressions_listed: int = Field(default=10, ge=0, le=100)
+    """Regressions named in the payload ("task on phone"); the count is always whole."""
+
+    @field_validator("url_env")
+    @classmethod
+    def _one_url(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and info.data.get("url") is not None:
+            raise ValueError("give url or url_env, not both")
+        return value
+
+    @model_validator(mode="after")
+    def _somewhere(self) -> NotifyConfig:
+        if self.command is None and self.url is None and self.url_env is None:
+            raise ValueError("names no notifier: give command, url or url_env")
+        return self
+
+
 class FarmConfig(BaseModel):
     """The whole `farm.yaml`."""
 
@@ -217,6 +290,8 @@ class FarmConfig(BaseModel):
     """Where run directories go."""
     tasks_dir: PathText = "tasks"
     """The task set root."""
+    notify: NotifyConfig | None = None
+    """Where `farm sweep` sends its result after every sweep (a command, a URL); none by default."""
 
     @field_validator("llm")
     @classmethod

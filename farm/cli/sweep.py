@@ -22,7 +22,9 @@ _HELP = (
     "Exit status: 0 every unit finished and passed (or the rate reached --fail-under); 1 some failed; 3 units "
     "were left unfinished (phones lost or quarantined, or the sweep was stopped: resume it); 4 the pass rate is "
     "below --fail-under; 5 infrastructure errors after every try; 2 bad input, no healthy phone, a changed "
-    "code/task/config on resume, or another sweep holds the farm's lock."
+    "code/task/config on resume, or another sweep holds the farm's lock.\n\n"
+    "After every sweep, farm.yaml's notify: section (a command, an http(s) URL) receives the run's headline JSON; "
+    "a notifier that fails is logged and never changes the exit status."
 )
 
 
@@ -130,8 +132,19 @@ def sweep_cmd(
         command=["farm", *sys.argv[1:]], show_progress=not quiet,
     )
     from farm.cli.android import print_summary
+    from farm.config import load_config
+    from farm.notify import notify_refused, notify_sweep
 
-    result = sweep(req)
+    # Read before the sweep: a bad `notify:` section is refused (exit 2) before anything runs.
+    notify = load_config(config).notify
+    try:
+        result = sweep(req)
+    except FarmError as exc:
+        # A night that did not start (no healthy phone, the farm's lock held) or stopped with an error (a full
+        # disk) is news too; the error stays the exit.
+        if notify is not None:
+            notify_refused(exc, notify, run=req.run_id, label=label)
+        raise
     c = result.counts
     print(f"units: {c['done']} finished · {c['unfinished']} unfinished · {c['pending'] + c['leased']} not run"
           + (" (interrupted)" if result.interrupted else ""))
@@ -139,7 +152,13 @@ def sweep_cmd(
     captions = {phone.serial: phone.label for phone in result.phones}
     for serial, why in result.quarantined.items():
         print(f"quarantined {captions.get(serial, serial)}: {'; '.join(why)}", file=sys.stderr)
-    print_summary(result)
+    try:
+        print_summary(result)  # ends with the sweep's exit status
+    finally:
+        # After the summary, whatever it raised: a notifier logs its failure and never changes that status.
+        if notify is not None:
+            sys.stdout.flush()
+            notify_sweep(result, notify)
 
 
 sweep_cmd.__doc__ = _HELP

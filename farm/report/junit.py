@@ -6,6 +6,26 @@ lane, model, code fingerprint, execution kind); per unit a class name unique per
 phone's stable name, so the same whatever other phones a run has), and a failure typed by
 its failure category, an infrastructure error, or a skip, each with why (`farm.report.why`): the first failing
 check (else the first reason) as its message; a failure's or error's text holds every failing check and reason.
+
+Units that needed more than one try, and repeats that disagree, carry Maven Surefire's rerun elements
+(fixtures/junit/surefire-testcase-3.0.xsd), which CI servers read to tell flaky from broken:
+
+- a unit that finally passed gets a `<flakyFailure>` for each earlier attempt the agent failed and a
+  `<flakyError>` for each earlier attempt that ended in an infrastructure error;
+- a unit that finally failed (or ended in an error) gets a `<rerunFailure>` / `<rerunError>` for each earlier
+  attempt, beside its `<failure>` (or `<error>`);
+- repeats (`--repeats K`) are distinct units, each its own testcase and counted in the totals (they are
+  measurements, never merged: Marathon's `count` sharding). A task × phone whose judged repeats disagree (some
+  passed, some failed) is flaky: each passing repeat gets a `<flakyFailure>` per failing repeat, whose message
+  names it; the failing repeats keep their `<failure>`. Skips and infrastructure errors never make repeats
+  disagree (`farm.report.history_grid`'s rule).
+
+Earlier attempts are the unit's records with a lower `attempt` (a resumed run keeps its error records), and the
+tries a sweep journaled on the final record (`extra.tries`: the infrastructure failures a sweep retried on
+another phone; a try stopped with the controller is no attempt of the unit). A skipped unit gets none. Each
+element's `type` is typed as the testcase's own failure or error, its `message` says which attempt or repeat
+and why, its `<stackTrace>` (required by Surefire) holds the whole why; at most `RERUNS_LISTED` of each kind per
+testcase, the last saying how many more. None of this changes a total: the totals count units, as the headline.
 """
 
 from __future__ import annotations
@@ -17,16 +37,21 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from xml.sax.saxutils import XMLGenerator
+from xml.sax.saxutils import XMLGenerator, escape
 
 from farm.fsutil import create_new_text
 from farm.report.aggregate import Aggregation
-from farm.report.headline import headline_text
+from farm.report.headline import INITIAL_SQL, headline_text
+from farm.report.why import why
 from farm.report.writers import _SETUP, _copy_new, _rows
 from farm.results.duck import sql_str
+from farm.results.store import RECORDS_FILE
 
 SCAN_SUITES = 32
 """Up to this many suites, each suite's units are read by a filtered scan in storage order (no sort)."""
+RERUNS_LISTED = 10
+"""Surefire rerun elements written per testcase and kind (earlier attempts, disagreeing repeats); the last one
+written says how many more there were."""
 
 # Characters XML 1.0 cannot hold at all (not even as references): C0 controls but tab, LF and CR, lone
 # surrogates, U+FFFE and U+FFFF. Phone-written text may hold any of them; they are dropped.
@@ -55,6 +80,190 @@ _LOOPBACK = frozenset({"", "localhost", "127.0.0.1", "::1", "[::1]"})
 
 def _text(value: str) -> str:
     return _NOT_XML.sub("", value)
+
+
+UnitKey = tuple[str, str, str, str, str, int]
+"""A unit: (run, lane, device serial, task, instance, repeat), as `shown` and the records name it."""
+_UNIT_COLS = "run, lane, device, task_id, instance, repeat"
+
+
+@dataclass(frozen=True)
+class _Miss:
+    """An attempt that did not pass: an earlier try of a unit, or a repeat of its task × phone that failed."""
+
+    error: bool
+    """An infrastructure error (Surefire's *Error elements); else the agent failed it (*Failure)."""
+    type: str
+    """Typed as a testcase's own failure or error."""
+    message: str
+    """Which attempt or repeat, and the first failing check or reason."""
+    trace: str
+    """Every failing check and reason, one a line (Surefire's `<stackTrace>`)."""
+
+
+def _xml(value: str) -> str:
+    """Escaped as `xattr` escapes: valid in an attribute and in text alike, and the testcase stays on one line."""
+    return escape(_text(value), {'"': "&quot;", "\t": "&#9;", "\n": "&#10;", "\r": "&#13;"})
+
+
+def _elements(tag: str, misses: list[_Miss]) -> str:
+    listed = misses[:RERUNS_LISTED]
+    out = []
+    for i, miss in enumerate(listed):
+        trace = miss.trace or miss.message
+        if i == len(listed) - 1 and len(misses) > len(listed):
+            trace += f"\n… {len(misses) - len(listed)} more not listed"
+        out.append(f'<{tag} type="{_xml(miss.type)}" message="{_xml(miss.message)}">'
+                   f"<stackTrace>{_xml(trace)}</stackTrace></{tag}>")
+    return "".join(out)
+
+
+class _Scrub:
+    """Serials in reasons replaced by the phone's label, as `shown` replaces them (reports never show serials)."""
+
+    def __init__(self, labels: dict[str, str]) -> None:
+        self.pairs = [(s, lab) for s, lab in sorted(labels.items(), key=lambda kv: -len(kv[0])) if s and s != lab]
+
+    def __call__(self, text: str) -> str:
+        for serial, label in self.pairs:
+            text = text.replace(serial, label)
+        return text
+
+
+def _miss(scrub: _Scrub, what: str, outcome: str, category: str | None, checks: str | None,
+          reasons: list[str] | None) -> _Miss:
+    """An attempt that did not pass, typed and explained as its testcase would be."""
+    w = why(checks, [scrub(r) for r in reasons or []])
+    error = outcome == "error"
+    kind = (("infrastructure" if category in (None, "", "infrastructure") else f"infrastructure.{category}")
+            if error else category or "fail")
+    return _Miss(error=error, type=kind, message=f"{what}: {w.message or outcome}", trace=w.body)
+
+
+def _earlier(agg: Aggregation, scrub: _Scrub, last: dict[UnitKey, int]) -> dict[UnitKey, dict[int, _Miss]]:
+    """The earlier attempts that did not pass (by attempt number) of each unit shown at a later attempt: their own
+    records (an attempt written twice is its later line), else the tries a sweep journaled on the final record."""
+    con = agg.con
+    con.execute(f"CREATE OR REPLACE TEMP TABLE junit_retried AS SELECT {_UNIT_COLS}, attempt AS last FROM shown"
+                " WHERE attempt > 1")
+    rows = con.execute(
+        f"SELECT {_UNIT_COLS}, attempt, outcome, failure_category, CAST(failing_checks AS VARCHAR), reasons"
+        f" FROM (SELECT r.*, {INITIAL_SQL} AS ok FROM rec r) r JOIN junit_retried s USING ({_UNIT_COLS})"
+        " WHERE r.attempt < s.last AND r.outcome <> 'skipped' AND NOT r.ok"
+        f" QUALIFY row_number() OVER (PARTITION BY {_UNIT_COLS}, r.attempt ORDER BY r.pos DESC) = 1"
+    ).fetchall()
+    out: dict[UnitKey, dict[int, _Miss]] = {}
+    for run, lane, device, task, instance, repeat, attempt, outcome, category, checks, reasons in rows:
+        out.setdefault((run, lane, device, task, instance, repeat), {})[attempt] = _miss(
+            scrub, f"attempt {attempt}", outcome, category, checks, reasons)
+    for key, tries in _journaled_tries(agg, last).items():
+        for number, phone, reason in tries:
+            # A try with its own record is that record (which says more). The phone is named as the sweep
+            # named it (already its label, never scrubbed again).
+            out.setdefault(key, {}).setdefault(number, _Miss(
+                error=True, type="infrastructure", message=f"attempt {number} on {phone}: {scrub(reason)}",
+                trace=scrub(reason)))
+    return out
+
+
+def _journaled_tries(agg: Aggregation, last: dict[UnitKey, int]) -> dict[UnitKey, list[tuple[int, str, str]]]:
+    """(try, phone, reason) of the infrastructure failures a sweep retried, from each retried unit's final
+    record (`extra.tries`, which the report columns do not read): only lines naming tries are parsed."""
+    out: dict[UnitKey, list[tuple[int, str, str]]] = {}
+    for run_dir in agg.run_dirs:
+        try:
+            handle = (run_dir / RECORDS_FILE).open("rb")
+        except OSError:
+            continue  # the reports name a missing records file
+        with handle:
+            for line in handle:
+                if b'"tries"' not in line:
+                    continue
+                try:
+                    data = json.loads(line)
+                except (ValueError, RecursionError):
+                    continue  # a damaged line: the reports skip and name it
+                key = _unit_of(data)
+                attempt = data.get("attempt") if isinstance(data, dict) else None
+                tries = _dig(data, "extra", "tries")
+                if key is None or not isinstance(attempt, int) or last.get(key) != attempt or not isinstance(
+                        tries, list):
+                    continue
+                # The later line of an attempt written twice wins, as in the reports.
+                out[key] = [
+                    (t["try"], str(t.get("phone") or "?"), str(t.get("reason") or "infrastructure error"))
+                    for t in tries
+                    if isinstance(t, dict) and isinstance(t.get("try"), int) and t["try"] < attempt
+                    and t.get("kind") == "infra"
+                ]
+    return out
+
+
+def _unit_of(data: object) -> UnitKey | None:
+    """The unit a record line names (defaults as the record model has them), or None when it names none."""
+    if not isinstance(data, dict):
+        return None
+    run, lane, device, task = (data.get(k) for k in ("run", "lane", "device", "task_id"))
+    instance, repeat = data.get("instance") or "", data.get("repeat", 1)
+    if (isinstance(run, str) and isinstance(lane, str) and isinstance(device, str) and isinstance(task, str)
+            and isinstance(instance, str) and isinstance(repeat, int)):
+        return run, lane, device, task, instance, repeat
+    return None
+
+
+def _disagreeing(agg: Aggregation, scrub: _Scrub) -> dict[UnitKey, list[_Miss]]:
+    """Passing repeats of each task × phone whose judged repeats disagree, with the failing repeats."""
+    judged = "outcome NOT IN ('error', 'skipped')"
+    group = "run, lane, device, task_id, instance"
+    rows = agg.con.execute(
+        f"SELECT {_UNIT_COLS}, final IS NOT FALSE, failure_category, CAST(failing_checks AS VARCHAR), reasons"
+        f" FROM shown WHERE {judged} AND ({group}) IN (SELECT {group} FROM shown WHERE {judged} GROUP BY ALL"
+        "  HAVING bool_or(final IS NOT FALSE) AND bool_or(final IS FALSE))"
+        f" ORDER BY {_UNIT_COLS}"
+    ).fetchall()
+    passing: dict[tuple[str, ...], list[UnitKey]] = {}
+    failing: dict[tuple[str, ...], list[_Miss]] = {}
+    for run, lane, device, task, instance, repeat, passed, category, checks, reasons in rows:
+        where = (run, lane, device, task, instance)
+        if passed:
+            passing.setdefault(where, []).append((run, lane, device, task, instance, repeat))
+        else:
+            failing.setdefault(where, []).append(_miss(scrub, f"repeat {repeat}", "failed", category, checks,
+                                                       reasons))
+    return {unit: failing[where] for where, units in passing.items() for unit in units}
+
+
+def _reruns(agg: Aggregation) -> dict[UnitKey, tuple[str, str]]:
+    """Per unit with earlier attempts or disagreeing repeats: the Surefire elements written before its own
+    failure or error element, and after it (or alone, for a pass); units with none are left out."""
+    scrub = _Scrub(agg.labels)
+    shown: dict[UnitKey, tuple[str, bool]] = {}
+    last: dict[UnitKey, int] = {}
+    for *key, attempt, outcome, passed in agg.con.execute(
+            f"SELECT {_UNIT_COLS}, attempt, outcome, final IS NOT FALSE FROM shown WHERE attempt > 1").fetchall():
+        unit: UnitKey = tuple(key)
+        last[unit], shown[unit] = attempt, (outcome, passed)
+    earlier = _earlier(agg, scrub, last) if last else {}
+    repeats = _disagreeing(agg, scrub) if agg.data.repeats else {}
+    out: dict[UnitKey, tuple[str, str]] = {}
+    for unit in sorted(earlier.keys() | repeats.keys()):
+        outcome, passed = shown.get(unit, ("succeeded", True))  # a unit only in `repeats` passed
+        misses = [m for _, m in sorted(earlier.get(unit, {}).items())]
+        failures, errors = [m for m in misses if not m.error], [m for m in misses if m.error]
+        if outcome == "skipped":
+            continue
+        # Surefire's order within a testcase: failure, rerunFailure, flakyFailure, skipped, error, rerunError,
+        # flakyError.
+        if outcome == "error":
+            before, after = _elements("rerunFailure", failures), _elements("rerunError", errors)
+        elif not passed:
+            before, after = "", _elements("rerunFailure", failures) + _elements("rerunError", errors)
+        else:
+            before, after = "", _elements("flakyFailure", failures + repeats.get(unit, [])) + _elements(
+                "flakyError", errors)
+        if before or after:
+            out[unit] = (before, after)
+    return out
 
 
 @dataclass(frozen=True)
@@ -156,17 +365,30 @@ def _case_line(prefix: str) -> str:
     message = "xattr(coalesce(nullif(r.why_message, ''), nullif(r.reason, ''), r.outcome))"
     # The failure's (or error's) text: every failing check and every reason, one a line (`farm.report.why`).
     body = "CASE WHEN r.why_body = '' THEN '/>' ELSE concat('>', xattr(r.why_body), '</', kind, '>') END"
+    # Surefire's rerun elements (`_reruns`, already escaped), before and after the unit's own element.
+    before, after = "coalesce(r.reruns_before, '')", "coalesce(r.reruns_after, '')"
     return f"""concat('    <testcase classname="',
   xattr({prefix} || '.' || coalesce(nullif(r.category, ''), 'task')), '" name="', xattr(r.unit), '"',
   CASE WHEN r.seconds = '' THEN '' ELSE concat(' time="', r.seconds, '"') END,
   CASE
     WHEN r.outcome = 'skipped' THEN concat('><skipped message="', {message}, '"/></testcase>')
-    WHEN r.outcome = 'error' THEN concat('><error type="', CASE WHEN coalesce(r.failure_category, '')
+    WHEN r.outcome = 'error' THEN concat('>', {before}, '<error type="', CASE WHEN coalesce(r.failure_category, '')
       IN ('', 'infrastructure') THEN 'infrastructure' ELSE 'infrastructure.' || xattr(r.failure_category) END,
-      '" message="', {message}, '"', {body.replace("kind", "'error'")}, '</testcase>')
+      '" message="', {message}, '"', {body.replace("kind", "'error'")}, {after}, '</testcase>')
     WHEN NOT r.final_bool THEN concat('><failure type="', xattr(coalesce(nullif(r.failure_category, ''), 'fail')),
-      '" message="', {message}, '"', {body.replace("kind", "'failure'")}, '</testcase>')
+      '" message="', {message}, '"', {body.replace("kind", "'failure'")}, {after}, '</testcase>')
+    WHEN r.reruns_after IS NOT NULL THEN concat('>', r.reruns_after, '</testcase>')
     ELSE '/>' END)"""
+
+
+def _units(agg: Aggregation, reruns: bool) -> str:
+    """The report rows (`_rows`) with each unit's Surefire rerun elements (NULL when it has none): joined from
+    `junit_reruns` when some unit has them; else NULL columns, so a filtered scan keeps storage order."""
+    if not reruns:
+        return f"SELECT *, NULL::VARCHAR AS reruns_before, NULL::VARCHAR AS reruns_after FROM ({_rows(agg)})"
+    return (f"SELECT u.*, x.before AS reruns_before, x.after AS reruns_after FROM ({_rows(agg)}) u"
+            " LEFT JOIN junit_reruns x ON x.run = u.run AND x.lane = u.lane AND x.serial = u.serial"
+            " AND x.task_id = u.task_id AND x.instance = u.instance AND x.repeat = u.repeat")
 
 
 @dataclass
@@ -257,12 +479,12 @@ def _scanned(agg: Aggregation, suites: list[_Suite], p: _Pieces) -> str:
             f"SELECT concat(CASE WHEN r.pos = {int(s.first)} THEN {sql_str(before)} ELSE '' END,"
             f" {_case_line(sql_str(p.prefixes[i]))},"
             f" CASE WHEN r.pos = {int(s.last)} THEN {sql_str(after)} ELSE '' END) AS line"
-            f" FROM ({_rows(agg)}) r WHERE {where}"
+            f" FROM ({_units(agg, False)}) r WHERE {where}"
         )
     return " UNION ALL ".join(parts)
 
 
-def _sorted(agg: Aggregation, suites: list[_Suite], p: _Pieces) -> str:
+def _sorted(agg: Aggregation, suites: list[_Suite], p: _Pieces, reruns: bool = False) -> str:
     """Every unit's line, sorted by suite, between its suite's start and end."""
     agg.con.execute("CREATE OR REPLACE TEMP TABLE junit_suites (i INTEGER, run VARCHAR, serial VARCHAR, lane VARCHAR,"
                     " prefix VARCHAR, head VARCHAR, foot VARCHAR)")
@@ -276,7 +498,7 @@ def _sorted(agg: Aggregation, suites: list[_Suite], p: _Pieces) -> str:
           SELECT 0 AS zone, 0 AS i, 0 AS part, NULL AS k, {sql_str(p.head)} AS line
           UNION ALL SELECT 1, i, 0, NULL, head FROM junit_suites
           UNION ALL SELECT 1, j.i, 1, {within}, {_case_line("j.prefix")}
-            FROM ({_rows(agg)}) r JOIN junit_suites j USING (run, serial, lane)
+            FROM ({_units(agg, reruns)}) r JOIN junit_suites j USING (run, serial, lane)
           UNION ALL SELECT 1, i, 2, NULL, foot FROM junit_suites
           UNION ALL SELECT 2, 0, 0, NULL, {sql_str(p.tail)}
         ) ORDER BY zone, i, part, k
@@ -290,6 +512,7 @@ def write_junit(agg: Aggregation, path: Path) -> None:
     The root carries the headline: its name in words, and tests (planned), skipped, errors and failures
     (attempted − errors − passed) as attributes. The document and suite elements are written by the standard
     library's SAX writer; the units' lines, escaped by `xattr`, are written by DuckDB straight to the file.
+    Units retried or repeated with differing verdicts carry Surefire's rerun elements (module docstring).
     """
     agg.con.execute(_SETUP + _XML_CHARS)
     suites = _suites(agg)
@@ -297,7 +520,15 @@ def write_junit(agg: Aggregation, path: Path) -> None:
     if not suites:
         create_new_text(path, f"{p.head}\n{p.tail}\n", what="report")
         return
-    select = _scanned(agg, suites, p) if agg.scan_ordered and len(suites) <= SCAN_SUITES else _sorted(agg, suites, p)
+    reruns = _reruns(agg)
+    if reruns:
+        agg.con.execute("CREATE OR REPLACE TEMP TABLE junit_reruns (run VARCHAR, lane VARCHAR, serial VARCHAR,"
+                        " task_id VARCHAR, instance VARCHAR, repeat BIGINT, before VARCHAR, after VARCHAR)")
+        agg.con.executemany("INSERT INTO junit_reruns VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
+            (*unit, before or None, after or None) for unit, (before, after) in reruns.items()])
+    # A join would not keep storage order: units with rerun elements take the sorted path.
+    select = (_scanned(agg, suites, p) if agg.scan_ordered and len(suites) <= SCAN_SUITES and not reruns
+              else _sorted(agg, suites, p, bool(reruns)))
     _copy_new(agg, select, path, "FORMAT csv, HEADER false, QUOTE '', ESCAPE '', DELIMITER '\\x01'")
 
 
