@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from farm.android import pull_limits
+from farm.disk_space import FREE_SPACE_FLOOR_MB
 from farm.errors import FarmError
 from farm.llm.model_config import LLMConfig
 from farm.results.query_limits import (
@@ -290,6 +291,8 @@ class FarmConfig(BaseModel):
     """Where run directories go."""
     tasks_dir: PathText = "tasks"
     """The task set root."""
+    min_free_mb: float = Field(default=FREE_SPACE_FLOOR_MB, ge=0, le=MAX_MB, allow_inf_nan=False)
+    """Free space (MB) a sweep or run needs on its runs directory's filesystem to start (0: no floor)."""
     notify: NotifyConfig | None = None
     """Where `farm sweep` sends its result after every sweep (a command, a URL); none by default."""
 

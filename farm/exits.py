@@ -10,11 +10,17 @@ EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 """Bad input: one line on stderr names the flag, file, field or device and the fix."""
 EXIT_UNFINISHED = 3
-"""Some units were left unfinished (their phones were lost or quarantined, or the sweep was stopped)."""
+"""Some units were left unfinished (their phones were lost or quarantined, or the sweep was stopped: by a signal, or
+by a full disk, whose one line names the filesystem, its free space and what is needed). Resume the run."""
 EXIT_BELOW = 4
 """Every unit finished, but the pass rate is below `--fail-under`."""
 EXIT_INFRA = 5
 """Every unit finished, but some ended in an infrastructure error after every try: the numbers are short."""
+EXIT_HOST_LOST = 6
+"""Infrastructure lost: an adb server farm.yaml lists (a farm host) did not answer, at the start or during the
+run, so its phones ran nothing or stopped; the numbers leave a host out. One line per lost host on stderr names it,
+why, and the phones it had on the last run. Bring the host back; units left unfinished are run by `--resume RUN`.
+Distinct from 5 (units that had their tries): the run never saw those phones, so no record counts them."""
 EXIT_INTERNAL = 70
 """A bug (EX_SOFTWARE): one line on stderr names the exception and the log file holding the traceback."""
 EXIT_INTERRUPTED = 130

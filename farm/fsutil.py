@@ -21,18 +21,28 @@ def new_file_mode() -> int:
     return 0o666 & ~mask
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of `data` to `fd` (one os.write may take part of it), unbuffered: when a write fails (a full
+    disk), nothing is left in a buffer for a later flush to write after the caller has cleaned up."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def _write_temp(path: Path, data: bytes) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        # mkstemp makes the file 0600; the result gets the mode any new file would (a CI artifact server
-        # running as another user must be able to read the reports).
-        os.fchmod(fd, new_file_mode())
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            # mkstemp makes the file 0600; the result gets the mode any new file would (a CI artifact server
+            # running as another user must be able to read the reports).
+            os.fchmod(fd, new_file_mode())
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
     except BaseException:
+        # A full disk ends here too: the half-written temp file goes, the target is untouched.
         Path(tmp).unlink(missing_ok=True)
         raise
     return tmp

@@ -10,7 +10,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from farm.disk_space import DiskFull, is_disk_full
 from farm.errors import FarmError
+from farm.exits import EXIT_BAD_INPUT
 from farm.fsutil import atomic_write_text
 from farm.report.aggregate import Aggregation, aggregate
 from farm.report.headline import HEADLINE_FILE, headline_text, run_headline
@@ -67,19 +69,31 @@ def build(
     of the second run; `out_dir` (which must hold no reports) overrides both. Holdout is counted as the runs
     planned it unless `include_holdout` says otherwise (`farm.report.headline.holdout_counted`). Warnings the
     reports carry (damaged record lines that were skipped) also go to `on_warning`.
+
+    A full disk is `DiskFull` (one line naming the filesystem; exit 2), never half a report: each file is written
+    whole or not at all, and a run's current reports stay as they were.
     """
     if not run_dirs:
         raise FarmError("report: no run given", hint="farm report RUN [RUN]")
     if len(run_dirs) > 2:
         raise FarmError("report: at most two runs can be compared", hint="farm report RUN_A RUN_B")
-    agg = aggregate(run_dirs, include_holdout=include_holdout, overrides_files=overrides)
-    agg.data.links = list(links)
-    if on_warning is not None:
-        for warning in agg.data.warnings:
-            on_warning(warning)
-    if out_dir is not None or len(run_dirs) > 1:
-        return Built(write_reports(agg, out_dir or default_out_dir(run_dirs)), agg.data)
-    return Built(_publish(agg, run_dirs[0]), agg.data)
+    target = out_dir or (default_out_dir(run_dirs) if len(run_dirs) > 1 else run_dirs[0])
+    try:
+        agg = aggregate(run_dirs, include_holdout=include_holdout, overrides_files=overrides)
+        agg.data.links = list(links)
+        if on_warning is not None:
+            for warning in agg.data.warnings:
+                on_warning(warning)
+        if out_dir is not None or len(run_dirs) > 1:
+            return Built(write_reports(agg, target), agg.data)
+        return Built(_publish(agg, run_dirs[0]), agg.data)
+    except Exception as exc:
+        # ENOSPC from a report file, or from DuckDB's cache or spill files while aggregating.
+        if isinstance(exc, DiskFull) or not is_disk_full(exc):
+            raise
+        again = " ".join(d.name for d in run_dirs)
+        raise DiskFull(target, needed=None, what="the reports", exit_code=EXIT_BAD_INPUT,
+                       then=f"free space and build them again with `farm report {again}`") from exc
 
 
 def _publish(agg: Aggregation, run_dir: Path) -> list[Path]:

@@ -10,6 +10,7 @@ written here once, one function per path.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import re
@@ -22,6 +23,7 @@ from pydantic import ValidationError
 
 from farm import manifest as mf
 from farm.errors import FarmError
+from farm.fsutil import write_all
 from farm.results.record import Record
 
 RECORDS_FILE = "records.jsonl"
@@ -82,6 +84,17 @@ def _flock(path: Path) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
+def _first_manifest(run_dir: Path, manifest: mf.Manifest) -> None:
+    """Write a new run's manifest; when that fails (a full disk) the directory goes again if it is still empty, so
+    it does not stand in the way of the same run id as a directory that is not a run."""
+    try:
+        mf.save(run_dir, manifest)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            run_dir.rmdir()
+        raise
+
+
 @dataclass(frozen=True)
 class RunStore:
     """One run directory: its manifest and its records."""
@@ -105,7 +118,7 @@ class RunStore:
             except FileExistsError:
                 raise FarmError(f"{run_dir}: run directory already exists",
                                 hint="pass a new --run; runs are never overwritten") from None
-            mf.save(run_dir, manifest)
+            _first_manifest(run_dir, manifest)
         return cls(run_dir)
 
     @classmethod
@@ -130,7 +143,7 @@ class RunStore:
                 if manifest.run_id != run_id:
                     raise ValueError(f"manifest of run {manifest.run_id!r} offered for run {run_id!r}")
                 run_dir.mkdir(parents=True, exist_ok=True)
-                mf.save(run_dir, manifest)
+                _first_manifest(run_dir, manifest)
             store = cls(run_dir)
             store.add_lane(entry)
         return store, created
@@ -187,7 +200,8 @@ def append_records(path: Path, records: Iterable[Record]) -> int:
     there. Returns the count.
 
     A file whose last line was torn by a crash (no newline at the end) gets a newline first, so the
-    torn line stays one bad line and the new records stay whole.
+    torn line stays one bad line and the new records stay whole. A write that fails (a full disk) leaves the file
+    as it was: whole lines or nothing.
     """
     with _flock(path.parent / ".records.lock"):
         return _append_unlocked(path, records)
@@ -197,17 +211,28 @@ def _append_unlocked(path: Path, records: Iterable[Record]) -> int:
     lines = [r.model_dump_json() + "\n" for r in records]
     if not lines:
         return 0
+    data = "".join(lines).encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
-    # The only place `records.jsonl` is opened for writing.
-    with path.open("a+b") as handle:
-        if handle.tell() > 0:
-            handle.seek(-1, os.SEEK_END)
-            if handle.read(1) != b"\n":
-                lines.insert(0, "\n")
-        handle.write("".join(lines).encode("utf-8"))
-        handle.flush()
-        os.fsync(handle.fileno())
-    return len(lines) - (1 if lines[0] == "\n" else 0)
+    # The only place `records.jsonl` is opened for writing: unbuffered, so a failed write leaves nothing in a
+    # buffer that closing the file would write after the cut below.
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o666)
+    try:
+        size = os.fstat(fd).st_size
+        if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+        except OSError:
+            # A full disk (ENOSPC) may take part of the lines, or fail only at the fsync: cut the file back to
+            # where they began, so no line is ever left half-written. The caller sees the error.
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+                os.fsync(fd)
+            raise
+    finally:
+        os.close(fd)
+    return len(lines)
 
 
 @dataclass

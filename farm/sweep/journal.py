@@ -4,7 +4,8 @@ The controller is the only scheduler and the only writer: one connection, one lo
 transaction per state change (`pending → leased → done | unfinished`, or back to `pending` after
 an infrastructure failure). A crash loses nothing but the units in flight, and `--resume` finds
 them `leased`. Records are appended to `records.jsonl` before a unit is marked done, so after a
-crash between the two the record is there and `reconcile` marks the unit done (never twice).
+crash between the two the record is there and `reconcile` marks the unit done (never twice). A full disk
+(SQLITE_FULL) undoes the change in hand whole: the journal stays as it was before it, and the sweep stops.
 """
 
 from __future__ import annotations
@@ -182,7 +183,10 @@ class Journal:
             try:
                 yield self._db
             except BaseException:
-                self._db.execute("ROLLBACK")
+                # SQLite may have rolled back already (SQLITE_FULL can end the whole transaction): a ROLLBACK
+                # then fails and would hide the error that matters (a full disk) behind "no transaction".
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
 

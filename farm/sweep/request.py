@@ -93,6 +93,9 @@ class SweepRequest:
     """The command line, recorded in the manifest."""
     show_progress: bool = True
     """A sweep prints a line per finished unit, a run draws a progress bar per phone."""
+    min_free_mb: float | None = None
+    """Free-space floor of the runs directory's filesystem below which the sweep does not start (exit 2); null =
+    farm.yaml `min_free_mb`, else `farm.disk_space.FREE_SPACE_FLOOR_MB`."""
 
     def resume_command(self, run_id: str) -> str:
         """The command that continues this run."""

@@ -7,10 +7,17 @@ most `max_tries` tries, each kept in the journal); an agent failure is a result,
 phone with `quarantine_after` infrastructure failures in a row is quarantined for the rest of the
 sweep and re-admitted when it passes the health gate again. Ctrl-C or SIGTERM stops dispatch;
 running units finish and the run is left `interrupted`, to be continued with `--resume`.
+
+A full disk (ENOSPC anywhere: a record, the journal, a try's tree) stops dispatch too, once: the first worker
+(or the controller) to meet it keeps the error in `Dispatcher.full` and sets `stop`; every other worker that meets
+it stops without a word. Units in flight stay leased in the journal, never recorded as errors: a resume collects
+what their tries left and runs the rest again.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -23,6 +30,7 @@ from farm.android.executor import Executor, NullProgress, ProgressSink, Resolved
 from farm.android.options import RunOptions
 from farm.android.prepare import PhoneFacts, Resolver, installed_packages, prepare, signed_in
 from farm.config import FarmConfig
+from farm.disk_space import NEARLY_FULL_BYTES, free_bytes, is_disk_full, says_disk_full
 from farm.errors import FarmError
 from farm.phone_name import caption
 from farm.results.record import Execution, Record
@@ -171,9 +179,31 @@ class Dispatcher:
         self._append_lock = threading.Lock()
         self._threads: dict[str, threading.Thread] = {}
         self.notes: list[str] = []
+        self.full: BaseException | None = None
+        """The first full-disk error any worker (or the controller) met; dispatch stopped there."""
+        self._full_lock = threading.Lock()
 
     def run(self) -> None:
-        """Start a worker per phone; re-admit quarantined phones that pass the gate; return when done."""
+        """Start a worker per phone; re-admit quarantined phones that pass the gate; return when done (or, on a
+        full disk, once every worker has stopped: see `full`)."""
+        try:
+            self._loop()
+        except Exception as exc:
+            if not is_disk_full(exc):
+                raise
+            self._disk_full(exc)
+            # Workers still running finish their units' tries and stop; the caller writes the stop after them.
+            for thread in list(self._threads.values()):
+                thread.join()
+
+    def _disk_full(self, exc: BaseException) -> None:
+        """Stop dispatch for a full disk: the first error is kept (the caller says it once), later ones are quiet."""
+        with self._full_lock:
+            if self.full is None:
+                self.full = exc
+        self.stop.set()
+
+    def _loop(self) -> None:
         for serial in self.fleet.slots:
             self.journal.add_phone(serial, "", next((p.model for p in self.fleet.plans if p.serial == serial), None))
             self._start(serial)
@@ -225,6 +255,15 @@ class Dispatcher:
         )
 
     def _worker(self, serial: str) -> None:
+        try:
+            self._work(serial)
+        except Exception as exc:
+            if not is_disk_full(exc):
+                raise
+            # Whatever this worker held stays leased in the journal (the resume takes it up); no thread error.
+            self._disk_full(exc)
+
+    def _work(self, serial: str) -> None:
         slot = self.fleet.slots[serial]
         size = self.req.batch if self.executor.name == "instrument" else 1
         while not self.stop.is_set() and not self.opts.past_deadline():
@@ -251,16 +290,34 @@ class Dispatcher:
                 return
 
     def _run(self, batch: list[Lease], slot: PhoneSlot) -> bool:
-        """Run a batch of units; False when the phone was quarantined (its worker stops)."""
+        """Run a batch of units; False when its worker stops (the phone was quarantined, or the disk is full)."""
         done = run_units(batch, slot, self.executor, self.opts, run_id=self.run_id, run_dir=self.run_dir,
                          execution=self.execution, progress=self.sinks.get(slot.serial, NullProgress()))
         with self._append_lock:
             self.notes += [f"{slot.label}: pull refused {entry}" for entry in done.pull_refused]
             self.notes += [f"{slot.label}: scores line not taken: {why}" for why in done.rejected]
+        full = self._full_in(done.units, done.pull_refused)
+        if full is not None:
+            # The executor caught the ENOSPC itself (a tree it could not write): not the phone's failure nor the
+            # agent's, so no try of this batch is recorded; it stays leased for the resume.
+            self._disk_full(full)
+            return False
         alive = True
         for lease, result in zip(batch, done.units, strict=True):
+            if result.infra and self.full is not None:
+                # Another worker found the disk full meanwhile: this try most likely failed of it too.
+                continue
             alive = self._settle(lease, result, slot) and alive
-        return alive
+        return alive and self.full is None
+
+    def _full_in(self, results: list[UnitResult], refused: list[str]) -> OSError | None:
+        """A full disk the executor met and turned into words (an infrastructure reason, a refused pull), or a try
+        in trouble on a disk with next to nothing free; None when neither."""
+        said = [why for r in results if r.infra for why in r.record.reasons] + refused
+        told = next((why for why in said if says_disk_full(why)), None)
+        if told is None and said and free_bytes(self.run_dir) < NEARLY_FULL_BYTES:
+            told = "; ".join(said)
+        return None if told is None else OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), told)
 
     def _settle(self, lease: Lease, result: UnitResult, slot: PhoneSlot) -> bool:
         """Record one unit's try; False when the phone was quarantined by it."""

@@ -1,4 +1,10 @@
-"""Start, resume or retry a sweep; finish it with reports and an exit status a scheduler can act on."""
+"""Start, resume or retry a sweep; finish it with reports and an exit status a scheduler can act on.
+
+A full disk is an infrastructure stop, never an internal error: ENOSPC anywhere (records, the journal, a try's
+tree, the reports) stops dispatch once, leaves the manifest `interrupted` and raises `DiskFull` (exit 3), whose one
+line names the filesystem, its free space and the floor, and the `--resume` that continues the run. A sweep does not
+start below that free-space floor (`min_free_mb`, exit 2).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +16,8 @@ import sys
 import threading
 import time
 from collections import Counter
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +31,7 @@ from farm.android.options import AgentOptions, HostSettings, RunOptions
 from farm.android.phone_records import skip_record
 from farm.android.progress import PhoneProgress, make_progress, record_line, say
 from farm.config import load_config
+from farm.disk_space import DiskFull, SpaceReserve, check_free_space, floor_bytes, is_disk_full
 from farm.errors import FarmError
 from farm.names import check_name
 from farm.redact import REDACTED, redact
@@ -105,15 +113,35 @@ class Sweep:
         self.tasks_dir = req.tasks_dir or Path(self.cfg.tasks_dir)
         self.stop = threading.Event()
         self.executor: Executor | None = None
+        # What a stop for a full disk needs to leave the run resumable (set as each comes to exist).
+        self.run_dir: Path | None = None
+        self.journal: Journal | None = None
+        self.reserve: SpaceReserve | None = None
+        self.full_stop: DiskFull | None = None
+        """The one full-disk stop of this sweep, once it happened."""
 
     # -- entry points ------------------------------------------------------------------------------
     def run(self) -> SweepResult:
-        """A new sweep (or, with `resume`, the continuation of a stopped one)."""
+        """A new sweep (or, with `resume`, the continuation of a stopped one); `DiskFull` when the disk filled."""
+        try:
+            return self._run()
+        except Exception as exc:
+            # A full disk met outside the farm lock (its lock file, the runs directory) is the same stop.
+            if exc is self.full_stop or not is_disk_full(exc):
+                raise
+            raise self._full_disk_stop() from exc
+        finally:
+            if self.reserve is not None:
+                self.reserve.release()
+
+    def _run(self) -> SweepResult:
         req = self.req
         for value, what in ((req.run_id, "--resume" if req.resume else "--run-id"), (req.retry_from, "--retry-from"),
                             (req.label, "--label")):
             if value is not None:
                 check_name(value, what)
+        # Before anything is written: a sweep started into a nearly full disk would only stop later.
+        check_free_space(self.runs_dir, self._floor_mb(), what=f"a {req.kind}")
         if self.req.resume:
             return self._resume()
         self._opts()  # a bad profile or config is named before the task set is read
@@ -122,8 +150,55 @@ class Sweep:
         tasks = self._tasks()
         run_id = self.req.run_id or _default_run_id(self.req, tasks)
         self._refuse_taken(run_id)
-        with self._lock(run_id):
+        with self._lock(run_id), self._stops_on_full_disk():
             return self._new(run_id, tasks)
+
+    def _floor_mb(self) -> float:
+        """The free-space floor: the request's, else farm.yaml `min_free_mb`, else the default."""
+        return self.req.min_free_mb if self.req.min_free_mb is not None else self.cfg.min_free_mb
+
+    @contextmanager
+    def _stops_on_full_disk(self) -> Iterator[None]:
+        """Turn a full disk met under the farm lock into the sweep's one stop, written before the lock is let go."""
+        try:
+            yield
+        except Exception as exc:
+            if exc is self.full_stop or not is_disk_full(exc):
+                raise
+            raise self._full_disk_stop() from exc
+
+    def _full_disk_stop(self) -> DiskFull:
+        """Stop for a full disk: give the reserve back, leave the manifest `interrupted` (units kept, the ones in
+        flight still leased in the journal for the resume) and return the one error to raise (exit 3)."""
+        if self.full_stop is not None:
+            return self.full_stop
+        run_dir = self.run_dir
+        resumable = run_dir is not None and mf.manifest_path(run_dir).is_file()
+        then = (f"free space and run `{self.req.resume_command(run_dir.name)}`" if run_dir is not None and resumable
+                else "free space and start it again")
+        # Measured before the reserve is given back: the free space the disk really had.
+        stop = DiskFull(run_dir or self.runs_dir, needed=floor_bytes(self._floor_mb()), then=then,
+                        what=f"a {self.req.kind}")
+        self.full_stop = stop
+        if self.reserve is not None:
+            self.reserve.release()
+        if run_dir is not None and resumable:
+
+            def change(m: mf.Manifest) -> None:
+                m.status, m.finished_at = "interrupted", None
+                m.notes.append(f"stopped: {stop.message}")
+
+            try:
+                mf.update(run_dir, change)
+            except Exception as exc:
+                # Even the reserve was not enough: the manifest stays `running`, which a resume also continues.
+                if not is_disk_full(exc):
+                    raise
+        if self.journal is not None:
+            # Every committed change is in its WAL already; closing only checkpoints, which may fail for want of space.
+            with suppress(Exception):
+                self.journal.close()
+        return stop
 
     def _refuse_taken(self, run_id: str) -> None:
         """A run that exists may be joined by the android lane only when it has none yet (another lane's run,
@@ -201,7 +276,7 @@ class Sweep:
             "planned_units": _planned_units(tasks, [u.task_id for u in units] + [s.task_id for s in skips]),
         })
         store, created = RunStore.join(self.runs_dir, run_id, entry, new=lambda: manifest)
-        run_dir = store.run_dir
+        run_dir = self.run_dir = store.run_dir
         if not created:
             # Joining a run of other lanes (or planning a stopped start again): the phones, tasks and settings
             # are the android lane's; whatever the other lanes wrote stays.
@@ -212,7 +287,7 @@ class Sweep:
                                      repeat=s.repeat) for s in skips)
         # The journal is on disk like the manifest: the request goes there without credentials too.
         request = json.dumps(redact(json.loads(_request_json(req))), sort_keys=True)
-        journal = Journal.create(run_dir, {**self._identity(tasks), "request": request}, units)
+        journal = self.journal = Journal.create(run_dir, {**self._identity(tasks), "request": request}, units)
         if req.retry_from:
             self._reuse(journal, run_dir, req.retry_from, tasks)
         return self._dispatch(journal, run_dir, run_id, tasks, fleet, opts)
@@ -234,15 +309,16 @@ class Sweep:
                             hint=f"start a new run that reuses its finished units: --retry-from {run_id} --run NEW")
         self.req = _request_from(json.dumps(saved), self.req)
         self._load_executor()
+        self.run_dir = run_dir
         if not is_complete(run_dir):
             # Stopped before its queue was written: nothing ran yet, so plan it again under the same id.
             tasks = self._tasks()
-            with self._lock(run_id):
+            with self._lock(run_id), self._stops_on_full_disk():
                 return self._new(run_id, tasks, existing=True)
-        journal = Journal.open(run_dir)
+        journal = self.journal = Journal.open(run_dir)
         meta = journal.meta()
         tasks = self._tasks()
-        with self._lock(run_id):
+        with self._lock(run_id), self._stops_on_full_disk():
             mine = self._identity(tasks)
             differ = [k for k in ("code", "tasks", "config") if meta.get(k) != mine[k]]
             if differ:
@@ -343,6 +419,8 @@ class Sweep:
         dispatcher = Dispatcher(journal, fleet, executor, opts, run_id=run_id, run_dir=run_dir,
                                 execution=self._execution(opts), req=req, refresh=refresh, stop=self.stop,
                                 on_record=on_record, sinks=sinks)
+        # Space in hand for the writes of a stop, should the disk fill while units run (released in `run`).
+        self.reserve = SpaceReserve.hold(run_dir)
         if bars is not None:
             bars.start()
         try:
@@ -352,6 +430,9 @@ class Sweep:
             executor.close()
             if bars is not None:
                 bars.stop()
+        if dispatcher.full is not None:
+            # A worker met the full disk: nothing more is written but the stop (`_full_disk_stop`).
+            raise dispatcher.full
         return self._finish(journal, run_dir, run_id, tasks, opts, dispatcher.notes, fleet)
 
     def _finish(
@@ -506,6 +587,7 @@ def _request_from(text: str, given: SweepRequest) -> SweepRequest:
         run_id=given.run_id, resume=True, tasks_dir=given.tasks_dir, runs_dir=given.runs_dir,
         config=given.config, probes_dir=given.probes_dir, idle_timeout_s=given.idle_timeout_s,
         command=given.command, show_progress=given.show_progress, recheck_s=given.recheck_s,
+        min_free_mb=given.min_free_mb,
     )
 
 

@@ -32,6 +32,8 @@ def _writes_records(source: str) -> list[int]:
                 continue
         elif name not in _WRITERS:
             continue
+        elif name == "replace" and isinstance(func, ast.Name) and len(node.args) == 1 and node.keywords:
+            continue  # `dataclasses.replace(obj, field=…)` copies an object; it moves no file
         if any(n in args or n in target for n in _NAMES_RECORDS):
             found.append(node.lineno)
     return sorted(found)

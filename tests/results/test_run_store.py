@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import multiprocessing
+import os
 import threading
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import pytest
 from farm import manifest as mf
 from farm.errors import FarmError
 from farm.results.store import (
+    ReadProblems,
     RunStore,
     current_records,
     is_run_dir,
@@ -146,3 +149,58 @@ def test_current_records_keep_the_later_line_of_an_attempt_in_its_place() -> Non
     a2 = a1.model_copy(update={"passed": True, "outcome": "succeeded"})
     retry = record("a", attempt=2)
     assert current_records([a1, b1, a2, retry]) == [b1, a2, retry]
+
+
+def _disk_fills_halfway(fd: int, data: bytes) -> None:
+    """A write the disk takes only part of before it is full (as ENOSPC lands in the middle of a line)."""
+    os.write(fd, data[: len(data) // 2])
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def test_an_append_the_disk_cannot_take_leaves_the_file_as_it_was(tmp_path: Path, monkeypatch) -> None:
+    store = RunStore.create(tmp_path, mf.Manifest(run_id="r1", created_at=mf.utc_now()))
+    store.append([record("a", run="r1")])
+    before = store.records.read_bytes()
+    monkeypatch.setattr("farm.results.store.write_all", _disk_fills_halfway)
+    with pytest.raises(OSError) as failed:
+        store.append([record("b", run="r1", answer="x" * 10_000), record("c", run="r1")])
+    assert failed.value.errno == errno.ENOSPC
+    assert store.records.read_bytes() == before  # no half line left behind
+    monkeypatch.undo()
+    store.append([record("d", run="r1")])
+    problems = ReadProblems()
+    assert [r.task_id for r in read_records(store.records, problems)] == ["a", "d"]
+    assert problems == ReadProblems()
+
+
+def test_a_failed_append_after_a_torn_line_leaves_the_file_as_it_was(tmp_path: Path, monkeypatch) -> None:
+    store = RunStore.create(tmp_path, mf.Manifest(run_id="r1", created_at=mf.utc_now()))
+    store.append([record("a", run="r1")])
+    with store.records.open("ab") as handle:
+        handle.write(b'{"run": "r1", "ta')  # a crash mid-append, long ago
+    before = store.records.read_bytes()
+    monkeypatch.setattr("farm.results.store.write_all", _disk_fills_halfway)
+    with pytest.raises(OSError):
+        store.append([record("b", run="r1")])
+    assert store.records.read_bytes() == before
+
+
+def test_an_append_whose_fsync_finds_the_disk_full_is_cut_back(tmp_path: Path, monkeypatch) -> None:
+    # Delayed allocation: the write is taken into the page cache and only the fsync says ENOSPC.
+    store = RunStore.create(tmp_path, mf.Manifest(run_id="r1", created_at=mf.utc_now()))
+    store.append([record("a", run="r1")])
+    before = store.records.read_bytes()
+    real_fsync = os.fsync
+    calls: list[int] = []
+
+    def fsync(fd: int) -> None:
+        calls.append(fd)
+        if len(calls) == 1:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(OSError):
+        store.append([record("b", run="r1")])
+    monkeypatch.undo()
+    assert store.records.read_bytes() == before
