@@ -469,8 +469,10 @@ def _build_cache(con: duckdb.DuckDBPyConnection, path: Path, stamp: FileStamp, n
         try:
             dup_keys, damage = _fill(con, "build.rec", path, temp=False)
         except FarmError:
+            # Writing the cache may be what failed (a full disk): the caller reads without one, and a file that
+            # really is unreadable is refused there.
             con.execute("DETACH build")
-            raise
+            return None
         # The stamp taken *before* reading: if the file grew meanwhile, the next report sees the change.
         found = CacheStamp(format=CACHE_FORMAT, source=stamp, duplicate_keys=dup_keys, damage=damage)
         con.execute("CREATE TABLE build.stamp (stamp VARCHAR)")

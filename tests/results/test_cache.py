@@ -6,6 +6,9 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
+from farm.errors import FarmError
 from farm.report.aggregate import aggregate
 from farm.results import duck
 from farm.results.store import RECORDS_FILE, append_records
@@ -118,3 +121,20 @@ def test_a_cache_of_an_older_format_is_rebuilt(tmp_path: Path) -> None:
     con.close()
     d = aggregate([run_dir], cache_min_bytes=0).data
     assert (d.overall.planned, d.overall.passed) == (3, 1)
+
+
+def test_a_cache_that_cannot_be_written_falls_back_to_reading_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = _run(tmp_path)
+    direct = _overall(run_dir)
+    fill = duck._fill
+
+    def full_disk(con: object, table: str, path: Path, *, temp: bool) -> object:
+        if not temp:  # DuckDB's words when the cache file cannot grow
+            raise FarmError(f"{path}: unreadable record file (Could not write file: No space left on device)")
+        return fill(con, table, path, temp=temp)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(duck, "_fill", full_disk)
+    assert _overall(run_dir, cache_min_bytes=0) == direct
+    assert not duck.cache_path(run_dir).exists()
