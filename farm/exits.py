@@ -25,3 +25,17 @@ EXIT_INTERNAL = 70
 """A bug (EX_SOFTWARE): one line on stderr names the exception and the log file holding the traceback."""
 EXIT_INTERRUPTED = 130
 """Work stopped by Ctrl-C or SIGTERM (128 + SIGINT)."""
+
+MEANINGS: dict[int, str] = {
+    EXIT_OK: "every unit finished and passed (or the pass rate reached --fail-under)",
+    EXIT_FAILED: "every unit finished, some failed",
+    EXIT_BAD_INPUT: "did not run: bad input, no healthy phone, too little free space, or another sweep holds the farm",
+    EXIT_UNFINISHED: "units left unfinished (phones lost or quarantined, a full disk, or a stop): resume the run",
+    EXIT_BELOW: "the pass rate is below --fail-under",
+    EXIT_INFRA: "infrastructure errors after every try",
+    EXIT_HOST_LOST: "infrastructure lost: a listed adb server did not answer",
+    EXIT_INTERNAL: "crashed (a bug: see the log named on stderr)",
+    EXIT_INTERRUPTED: "stopped by Ctrl-C or SIGTERM",
+}
+"""Each exit status in a few words, for what reports it to people (the notify payload); the docstrings above say
+what to do with each."""

@@ -15,33 +15,15 @@ from pydantic import BaseModel, ConfigDict
 
 from farm import manifest as mf
 from farm.errors import FarmError
-from farm.exits import (
-    EXIT_BAD_INPUT,
-    EXIT_BELOW,
-    EXIT_FAILED,
-    EXIT_INFRA,
-    EXIT_INTERNAL,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_UNFINISHED,
-)
+from farm.exits import EXIT_BAD_INPUT, MEANINGS
 from farm.report.headline import read_headline
 from farm.report.rate import RateRow
 
 PAYLOAD_FORMAT: Literal[1] = 1
 UNREACHABLE_NOTE = "adb server unreachable: "
 """How a sweep's manifest notes an adb server that did not answer (`farm.sweep.sweep`): `<prefix>host:port: why`."""
-EXIT_MEANINGS: dict[int, str] = {
-    EXIT_OK: "every unit finished and passed (or the pass rate reached --fail-under)",
-    EXIT_FAILED: "every unit finished, some failed",
-    EXIT_BAD_INPUT: "the sweep did not run: bad input, no healthy phone, or another sweep holds the farm",
-    EXIT_UNFINISHED: "units left unfinished (phones lost or quarantined, or the sweep was stopped): resume it",
-    EXIT_BELOW: "the pass rate is below --fail-under",
-    EXIT_INFRA: "infrastructure errors after every try",
-    EXIT_INTERNAL: "the sweep crashed",
-    EXIT_INTERRUPTED: "the sweep was stopped",
-}
-"""What each exit status of `farm sweep` means (deploy/README.md says what to do with each)."""
+EXIT_MEANINGS = MEANINGS
+"""What each exit status of `farm sweep` means (`farm.exits.MEANINGS`; deploy/README.md says what to do)."""
 
 
 class _M(BaseModel):
