@@ -1,13 +1,18 @@
-"""What `farm devices --json` prints: every phone on every adb server with its health verdict."""
+"""What `farm devices --json` prints: every phone on every adb server with its health verdict, and every adb
+server asked, answered or not."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from farm.android.health import PhoneHealth
+
+if TYPE_CHECKING:
+    from farm.android.adb_hosts import LastSeen
+    from farm.android.devices import Discovery
 
 
 class DeviceRow(BaseModel):
@@ -42,6 +47,28 @@ class DeviceRow(BaseModel):
     """The instrument profile's agent app version; null when not installed or not checked."""
 
 
+class ServerRow(BaseModel):
+    """One adb server asked for its phones."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    address: str
+    """`host:port`."""
+    listed: bool
+    """farm.yaml `adb_servers` lists it (a farm host); false for the local server when it is not listed."""
+    reachable: bool
+    """It answered."""
+    error: str | None
+    """Why it did not answer, in words; null when it answered."""
+    phones: list[str]
+    """Serials of the phones it lists now (as `devices[].serial`); empty when it did not answer."""
+    last_run: str | None = None
+    """When it did not answer: the newest run that had phones on it (its manifest's `phones[].adb_server`); null
+    when no recent run did, or when it answered."""
+    last_run_phones: list[str] = Field(default_factory=list)
+    """The phones it had on `last_run`, each as `<name> (<serial>)`."""
+
+
 class DeviceListing(BaseModel):
     """`farm devices --json`."""
 
@@ -49,13 +76,33 @@ class DeviceListing(BaseModel):
 
     devices: list[DeviceRow]
     """Every phone found, in discovery order."""
+    servers: list[ServerRow] = Field(default_factory=list)
+    """Every adb server asked (the local one first, then farm.yaml's), whether it answered and its phones."""
 
 
-def device_listing(healths: Sequence[PhoneHealth]) -> DeviceListing:
-    """The listing of what the gate found."""
-    return DeviceListing(devices=[
+def device_listing(healths: Sequence[PhoneHealth], discovery: Discovery | None = None,
+                   seen: Mapping[str, LastSeen] | None = None) -> DeviceListing:
+    """The listing of what the gate found; with `discovery`, every server asked too (`seen`: the phones each
+    unreachable one had on the last run, from `farm.android.adb_hosts.last_seen`)."""
+    rows = [
         DeviceRow(name=h.name or h.serial, serial=h.serial, server=h.server, state=h.state,
                   health="ok" if h.ok else "left out", reason=h.reason, model=h.model, android=h.android,
                   battery=h.battery, charging=h.charging, free_mb=h.free_mb, agent_version=h.agent_version)
         for h in healths
-    ])
+    ]
+    if discovery is None:
+        return DeviceListing(devices=rows)
+    down = {u.address: u for u in discovery.unreachable}
+    servers: list[ServerRow] = []
+    for server in discovery.asked:
+        address = server.address()
+        gone = down.get(address)
+        last = (seen or {}).get(address) if gone is not None else None
+        servers.append(ServerRow(
+            address=address, listed=address in discovery.listed, reachable=gone is None,
+            error=gone.error if gone is not None else None,
+            phones=[r.serial for r in rows if r.server == address],
+            last_run=last.run_id if last is not None else None,
+            last_run_phones=list(last.phones) if last is not None else [],
+        ))
+    return DeviceListing(devices=rows, servers=servers)

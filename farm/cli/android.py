@@ -13,6 +13,10 @@ from farm.cli import selection as sel
 from farm.errors import FarmError
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from farm.android.adb_hosts import LastSeen
+    from farm.android.devices import UnreachableServer
     from farm.sweep.sweep import SweepResult
 
 instrument_app = typer.Typer(help="Tools for `am instrument` output.", no_args_is_help=True)
@@ -173,24 +177,45 @@ def devices_cmd(
     config: af.Config = None,
     profile: str | None = typer.Option(None, "--profile", metavar="NAME",
                                        help="Instrument profile whose agent app is checked."),
-    as_json: bool = typer.Option(False, "--json", help="Print the phones as one JSON object."),
+    as_json: bool = typer.Option(False, "--json", help="Print the phones and adb servers as one JSON object."),
+    runs_dir: af.RunsDir = None,
 ) -> None:
-    """List phones on every adb server with their health verdict."""
+    """List phones on every adb server with their health verdict.
+
+    An adb server farm.yaml lists that does not answer gets one line on stderr, with the phones it had on the
+    last run (from the runs directory); the other servers' phones are listed. Exit status: 0 when at least one
+    adb server answered; 2 when none did (one line naming each), no phone was found, or bad input.
+    """
+    import sys
+
     from farm.android import devices, health
+    from farm.android.adb_hosts import last_seen, lost_host_line
     from farm.android.device_listing import device_listing
+    from farm.cli.paths import runs_dir_setting
     from farm.cli.tables import print_table
     from farm.config import load_config
-    from farm.sweep.runner import named_phones
+
+    # The sweep's naming of one serial listed by two servers (`<serial>@<host:port>`), so both lists agree.
+    from farm.sweep.runner import _unique
 
     devices.local_port()
     cfg = load_config(config)
     _name, prof = cfg.profile(profile)
-    found = named_phones(cfg)
-    if not found:
-        raise FarmError("no phone found on any adb server", hint=devices.NO_PHONE_HINT)
-    healths = [health.check(phone, cfg.health, prof) for phone in found]
+    found = devices.discover_all(cfg)
+    if not found.answered:
+        raise found.none_answered_error()
+    seen = last_seen(runs_dir_setting(runs_dir, config).value, [u.address for u in found.unreachable]) \
+        if found.unreachable else {}
+    marked = [u for u in found.unreachable if _is_lost(u, seen)]
+    for down in marked:
+        print(lost_host_line(down, seen.get(down.address)), file=sys.stderr, flush=True)
+    phones = _unique(found.phones, [])
+    if not phones:
+        where = "any adb server that answered" if marked else "any adb server"
+        raise FarmError(f"no phone found on {where}", hint=devices.NO_PHONE_HINT)
+    healths = [health.check(phone, cfg.health, prof) for phone in phones]
     health.name_phones(healths, cfg.phone_labels)
-    listing = device_listing(healths)
+    listing = device_listing(healths, found, seen)
     if as_json:
         print(listing.model_dump_json(indent=2))
         return
@@ -200,6 +225,13 @@ def devices_cmd(
         rows.append([d.name, d.serial, d.server, d.model or "", d.android or "", battery, d.state, d.health,
                      d.reason or ""])
     print_table(("phone", "serial", "adb server", "model", "Android", "battery", "state", "health", "reason"), rows)
+
+
+def _is_lost(down: UnreachableServer, seen: Mapping[str, LastSeen]) -> bool:
+    """A server that did not answer is a lost host when farm.yaml lists it, or when the last run had phones on
+    it. The local server farm.yaml does not list is otherwise not named: a controller that reaches only other
+    hosts' servers runs none, and a line every time would teach people to ignore these lines."""
+    return down.listed or down.address in seen
 
 
 def pull(
