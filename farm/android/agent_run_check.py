@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import from_json
 
 from farm.android import agent_contract as ac
-from farm.scoring.transcript import HARNESS_LOOK_FILE
+from farm.scoring.transcript import HARNESS_LOOK_FILE, HarnessLook
 
 _MB = 1024 * 1024
 MAX_SCORES_BYTES = 8 * _MB
@@ -163,7 +163,7 @@ def single_component(name: str) -> bool:
     return name not in ("", ".", "..") and "/" not in name and "\\" not in name and "\0" not in name
 
 
-def check_transcript(report: TreeReport, root: Path, line: ac.ScoreLine) -> None:
+def check_transcript(report: TreeReport, root: Path, line: ac.ScoreLine, *, on_phone: bool = False) -> None:
     """`<id>/run/`: final.json (what the host re-scores) and steps.jsonl (what the viewer and checks read)."""
     base = f"{line.id}/run"
     run = root / line.id / "run"
@@ -182,10 +182,22 @@ def check_transcript(report: TreeReport, root: Path, line: ac.ScoreLine) -> None
                        "end as unknown (never a pass)", FIXES["endReason"])
         report.add(f"{base}/final.json", 0, "evidence", "no evidence: asked_user and confirmation_shows checks "
                    "see no questions and no card", "write evidence.asks and evidence.confirmations", warning=True)
-    if (run / HARNESS_LOOK_FILE).exists():
+    if (run / HARNESS_LOOK_FILE).exists() and (on_phone or not _farms_look(run / HARNESS_LOOK_FILE)):
+        # On the phone only the app can have written it; in a pulled tree a valid one is farm's own look.
         report.add(f"{base}/{HARNESS_LOOK_FILE}", 0, "-", "written by the app: farm deletes it when it pulls the tree "
                    "and writes its own look (only the harness looks)", f"do not write {HARNESS_LOOK_FILE}")
     check_steps(report, run, base)
+
+
+def _farms_look(path: Path) -> bool:
+    """Whether `path` is a look farm wrote (a valid `HarnessLook`, within the JSON bound)."""
+    try:
+        if path.stat().st_size > MAX_JSON_BYTES:
+            return False
+        HarnessLook.model_validate_json(path.read_bytes())
+    except (OSError, ValidationError):
+        return False
+    return True
 
 
 def check_steps(report: TreeReport, run: Path, base: str) -> None:

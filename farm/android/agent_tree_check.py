@@ -113,8 +113,10 @@ def check_summary(report: TreeReport, root: Path) -> None:
                    "leave the section empty; people write `- <id>: fail → pass, 证据: 「…」` lines")
 
 
-def check_tree(root: Path, *, shown_as: str | None = None, refused: list[str] | None = None) -> TreeReport:
-    """Check one eval tree on disk; `refused` are the entries a pull left out (each a violation)."""
+def check_tree(root: Path, *, shown_as: str | None = None, refused: list[str] | None = None,
+               on_phone: bool = False) -> TreeReport:
+    """Check one eval tree on disk; `refused` are the entries a pull left out (each a violation); `on_phone`: the
+    tree is a copy of the phone's own (nothing in it is farm's)."""
     if not root.is_dir():
         raise FarmError(f"{root}: not a directory", hint="pass a pulled eval tree (e.g. runs/<run>/android/<serial>/"
                                                          "units/<unit>.try1/) or any folder with scores.jsonl")
@@ -135,7 +137,7 @@ def check_tree(root: Path, *, shown_as: str | None = None, refused: list[str] | 
             report.add("scores.jsonl", 0, "id", f"{line.id[:60]!r} is not one path component",
                        "use the bundle's task id")
             continue
-        check_transcript(report, root, line)
+        check_transcript(report, root, line, on_phone=on_phone)
     for child in sorted(islice(root.iterdir(), MAX_TASKS)):
         if child.is_dir() and not child.is_symlink() and child.name not in named:
             report.add(child.name, 0, "-", "a directory no scores line names", "write its task's scores line, or "
@@ -177,4 +179,4 @@ def check_device(cfg: FarmConfig, *, serial: str, run: str, profile: str | None,
         pulled = pull_tree(device, remote, workdir, cfg.pull)
     except (AdbError, OSError) as exc:
         raise FarmError(f"{serial}: cannot reach the phone ({exc})") from None
-    return check_tree(workdir, shown_as=f"{serial}:{remote}", refused=pulled.refused)
+    return check_tree(workdir, shown_as=f"{serial}:{remote}", refused=pulled.refused, on_phone=True)

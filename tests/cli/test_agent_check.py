@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from farm.android.agent_schemas import SCHEMAS, schema_file, schema_text
+from farm.scoring.transcript import HarnessLook
 from farm.sim.launcher import SimPhone
 from farm.sim.profile import default_profile
 from tests.helpers.cli import error_line, farm
@@ -143,6 +144,24 @@ def test_many_problems_print_the_first_fifty_and_a_count(tree: Path) -> None:
     out = [ln for ln in proc.stdout.splitlines() if not ln.startswith("warning: ")]
     assert len(out) == 51 and out[-1] == "… and 70 more"
     assert "120 violation(s)" in error_line(proc)
+
+
+def test_a_valid_look_in_a_tree_farm_pulled_is_farms_own(tree: Path) -> None:
+    look = HarnessLook(at="2026-12-07T00:00:00Z").model_dump_json(by_alias=True)
+    (tree / "calc" / "run" / "harness-look.json").write_text(look, encoding="utf-8")
+    proc = farm(tree.parent, "agent", "check", str(tree))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_any_look_on_the_phone_is_the_apps(virtual_phone: SimPhone, clean_tree: Path, tmp_path: Path) -> None:
+    remote = virtual_phone.state.host_path(f"{AGENT_EVAL}/nightly")
+    shutil.copytree(clean_tree, remote)
+    look = HarnessLook(at="2026-12-07T00:00:00Z").model_dump_json(by_alias=True)
+    (remote / "calc" / "run" / "harness-look.json").write_text(look, encoding="utf-8")
+    proc = farm(tmp_path, "agent", "check", "--device", virtual_phone.serial, "--run", "nightly",
+                ANDROID_ADB_SERVER_PORT=str(virtual_phone.adb_port))
+    assert proc.returncode == 2
+    assert "calc/run/harness-look.json:0:-: written by the app" in proc.stdout
 
 
 def test_check_reads_a_phones_own_tree_through_the_pull(virtual_phone: SimPhone, clean_tree: Path,
