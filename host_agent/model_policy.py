@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from farm.llm.client import ModelClient
+from farm.llm.client import ModelCallError, ModelClient
 from farm.llm.loop import Feedback, LoopHooks, Step, ask
 from farm.llm.types import Message, ToolSpec
 from host_agent.observation import Observation
@@ -59,6 +59,9 @@ class ModelPolicy:
         self._apps = ""
         self._screen: Observation | None = None
         self._hooks = LoopHooks()
+        self.failure: ModelCallError | None = None
+        """The model call that failed for good and so ended the current task (None while none has). Its verdict
+        tells the executor whether the run must stop dispatching (a used-up quota, a refused key)."""
 
     def begin(self, brief: PhoneBrief, hooks: LoopHooks) -> None:
         """Fresh conversation for a task, opening on the brief's screen; model steps are reported to `hooks`."""
@@ -70,6 +73,7 @@ class ModelPolicy:
         self._apps = f"\nApps on this phone (launch by capability or package): {apps}" if apps else ""
         self._screen = brief.screen
         self._hooks = hooks
+        self.failure = None
 
     def _images(self, obs: Observation) -> list[bytes]:
         return [obs.screenshot] if (self.wants_screenshots and obs.screenshot) else []
@@ -98,7 +102,12 @@ class ModelPolicy:
                 self.messages.append(Message.tool_result(extra, "not performed: one tool call per turn"))
         else:
             self._add_screen(Message.user(f"{told or ''}{_SCREEN}{obs.text}", self._images(obs)))
-        turn = ask(self.client, self.messages, self.tools, step=step, hooks=self._hooks)
+        try:
+            turn = ask(self.client, self.messages, self.tools, step=step, hooks=self._hooks)
+        except ModelCallError as exc:
+            # Kept for the executor: the loop turns it into the task's end reason, a line of text.
+            self.failure = exc
+            raise
         self.messages.append(turn.as_message())
         if not turn.tool_calls:
             self._pending = []

@@ -114,6 +114,10 @@ class ExecutorOutcome:
     """Task ids after which the harness looked at the phone itself (instrument executor): their
     `<id>/run/harness-look.json` in `raw_dir` is the harness's, and the only source of their fresh looks and
     after-probes. A task that needed a look and is not listed is not scored on the app's word."""
+    stop_dispatch: str | None = None
+    """Set when no phone can do useful work any more (the model provider's quota is used up or its key refused):
+    one line naming the provider and why. The run must start no new unit; this job's tasks that ended on it (or
+    never started) are not the phone's failure, and are kept for `--resume`."""
 
 
 class Executor(Protocol):

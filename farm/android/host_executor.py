@@ -2,6 +2,12 @@
 
 It leaves the same `eval/<run>/` tree in `job.raw_dir` as the on-device agent app, so the lane
 normalises both executors' results the same way; only the record's `executor` field differs.
+
+A model call that fails for a reason every phone shares (the provider's quota is used up, its key refused: the
+verdict of `farm.llm.provider_errors`) is not the phone's failure: the job stops there and says so in
+`ExecutorOutcome.stop_dispatch`, one line naming the provider and the reason; every later job of this executor
+starts no task (no request is made while the quota is gone), and the run keeps those units for `--resume`, as the
+WebVoyager lane does (seed 002).
 """
 
 from __future__ import annotations
@@ -81,6 +87,14 @@ class HostExecutor:
         self._scripts: dict[str, Script] | None = None
         self._sessions: dict[str, tuple[Phone, list[str]]] = {}
         self._guard = threading.Lock()
+        self._stopped: str | None = None
+        """Set by the first job whose model call stopped dispatch (quota, key): later jobs start no task."""
+
+    @property
+    def stopped(self) -> str | None:
+        """Why this executor starts no more tasks (the provider's quota or key), or None."""
+        with self._guard:
+            return self._stopped
 
     def _policy(self, options: RunOptions) -> tuple[Policy[PhoneBrief], Callable[[], None]]:
         if self.policy_name == "scripted":
@@ -104,6 +118,12 @@ class HostExecutor:
 
         outcome = ExecutorOutcome()
         pending = [t.id for t in job.tasks]
+        stopped = self.stopped
+        if stopped is not None:
+            # Another job met the used-up quota (or refused key): a new task would only fail the same way.
+            outcome.unfinished = pending
+            outcome.infrastructure_error = outcome.stop_dispatch = stopped
+            return outcome
         with self._guard:
             # Taken out while in use: one worker per phone, and a lost phone's session is never handed out.
             session = self._sessions.pop(job.serial, None)
@@ -150,9 +170,14 @@ class HostExecutor:
                     outcome.infrastructure_error = reason
                     progress.note(f"phone lost: {reason}")
                     break
+                line = _stop_line(policy)
+                if line is not None:
+                    self._stop(line, outcome, progress)
+                    break
         finally:
             close()
-            if outcome.infrastructure_error is None and not pending:
+            # A provider stop leaves the phone as healthy as it was: its connection is kept for the resume's jobs.
+            if outcome.stop_dispatch is not None or (outcome.infrastructure_error is None and not pending):
                 with self._guard:
                     self._sessions[job.serial] = session
             else:
@@ -162,12 +187,30 @@ class HostExecutor:
         return outcome
 
 
+    def _stop(self, line: str, outcome: ExecutorOutcome, progress: ProgressSink) -> None:
+        """Stop dispatch for a reason every phone shares; said once per job, in one line."""
+        with self._guard:
+            self._stopped = self._stopped or line
+        outcome.stop_dispatch = outcome.infrastructure_error = line
+        progress.note(f"stopping dispatch: {line}; the unit is kept for --resume")
+
     def close(self) -> None:
         """End the phones' kept connections."""
         with self._guard:
             sessions, self._sessions = list(self._sessions.values()), {}
         for phone, _installed in sessions:
             phone.close()
+
+
+def _stop_line(policy: object) -> str | None:
+    """The line naming the provider and the reason when the policy's last task ended on a model call that stops
+    dispatch (quota, key); None otherwise (a scripted policy never does)."""
+    from farm.llm.client import ModelCallError
+
+    failure = getattr(policy, "failure", None)
+    if isinstance(failure, ModelCallError) and failure.stops_dispatch:
+        return failure.stop_line()
+    return None
 
 
 def _status(outcome: str, passed: bool) -> TestStatus:

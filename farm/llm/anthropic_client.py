@@ -18,9 +18,9 @@ from farm.llm.retry import (
     Failure,
     ProviderError,
     StreamCut,
+    body_failure,
     classify_sdk_error,
     guarded_stream,
-    minimax_failure,
     non_stream_body,
 )
 from farm.llm.types import Message, StopKind, ThinkingBlock, ToolCall, ToolSpec, image_media_type
@@ -178,9 +178,10 @@ class AnthropicModelClient(ModelClient):
 
 
 def parse_anthropic_response(resp: Any) -> ProviderReply:
-    """A Message -> ProviderReply; a MiniMax `base_resp` error raises ProviderError (even beside content)."""
+    """A Message -> ProviderReply; an error the body states (an `error` object in a 200, a MiniMax `base_resp`)
+    raises ProviderError, even beside content."""
     extra = getattr(resp, "model_extra", None)
-    failure = minimax_failure(extra) if isinstance(extra, dict) and "base_resp" in extra else None
+    failure = body_failure(extra) if isinstance(extra, dict) else None
     if failure is not None:
         raise ProviderError(failure)
     blocks = getattr(resp, "content", None)

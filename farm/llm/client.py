@@ -6,7 +6,7 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
@@ -14,6 +14,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_aft
 from farm.errors import FarmError
 from farm.llm.model_config import LLMConfig
 from farm.llm.pricing import cost_usd
+from farm.llm.provider_errors import ProviderVerdict, call_verdict
 from farm.llm.retry import Failure, FailureKind, wait_s
 from farm.llm.types import Attempt, Message, ModelTurn, StopKind, ThinkingBlock, ToolCall, ToolSpec
 from farm.results.record import Tokens
@@ -35,11 +36,32 @@ class ModelCallError(FarmError):
         status: int | None,
         attempt_log: list[Attempt],
         hint: str | None = None,
+        verdict: ProviderVerdict | None = None,
+        provider: str = "",
+        endpoint: str | None = None,
     ) -> None:
         self.kind: FailureKind = kind
         self.status = status
         self.attempt_log = attempt_log
+        last = verdict or Failure(kind, status, None, message).verdict
+        self.verdict: ProviderVerdict = call_verdict(last, [a.outcome for a in attempt_log[:-1]])
+        """The classifier's verdict on the call (`farm.llm.provider_errors`): kind, whether it stops dispatch, and
+        a one-line reason; a transient failure after a quota refusal of the same step is the quota."""
+        self.provider = provider
+        """`openai` or `anthropic` (the API the client speaks)."""
+        self.endpoint = endpoint
+        """The base URL's host (and port), when one was configured; None for the provider's default endpoint."""
         super().__init__(message, hint=hint)
+
+    @property
+    def stops_dispatch(self) -> bool:
+        """Whether the run must start no new work (quota or key): every request would fail the same way."""
+        return self.verdict.stops_dispatch
+
+    def stop_line(self) -> str:
+        """One line naming the provider and why the run stops dispatching (for progress notes and records)."""
+        where = f"{self.provider} at {self.endpoint}" if self.endpoint else self.provider or "model provider"
+        return f"model provider {where}: {self.verdict.reason}"
 
     @property
     def attempts(self) -> int:
@@ -125,9 +147,15 @@ class ModelClient(ABC):
             if failure is None:
                 raise
         where = f"llm {self.provider}:{self.config.model} at {self.config.base_url or 'the default endpoint'}"
-        if failure.status in (401, 403):
-            raise FarmError(f"{where}: the API key in {self.config.api_key_env} was refused (HTTP {failure.status})",
+        if failure.kind == "auth":
+            status = f" (HTTP {failure.status})" if failure.status is not None else ""
+            raise FarmError(f"{where}: the API key in {self.config.api_key_env} was refused{status}",
                             hint=f"export a valid key in {self.config.api_key_env}, or pass --api-key-env NAME")
+        if failure.kind == "quota":
+            # Seed 002: while the quota is still used up, a resumed run creates no new attempt.
+            why = self.scrub(failure.verdict.reason)
+            raise FarmError(f"{where}: the provider's quota or balance is used up ({why})",
+                            hint="wait for the provider's quota window or top up, then run again (or --resume)")
         if failure.kind in ("connection", "timeout"):
             raise FarmError(f"{where}: the endpoint does not answer ({self.scrub(failure.detail)})",
                             hint="check --base-url (or FARM_LLM_BASE_URL / farm.yaml llm.base_url) and the network")
@@ -227,12 +255,16 @@ class ModelClient(ABC):
     def _error(self, failure: Failure, attempts: list[Attempt]) -> ModelCallError:
         detail = self.scrub(failure.detail)
         status = f" (HTTP {failure.status})" if failure.status is not None else ""
+        # The reason may quote the provider's message, which could echo the key.
+        verdict = replace(failure.verdict, reason=self.scrub(failure.verdict.reason))
+        settled = call_verdict(verdict, [a.outcome for a in attempts[:-1]])
+        kind = "quota" if settled.kind == "quota" else failure.kind
         hint = {
             "client": f"check the model name, the request and the API key variable {self.config.api_key_env}",
             "bad_response": "the endpoint answered with something that is not a model response",
             "quota": "the provider's quota or balance is used up; wait for its quota window or top up, then resume",
             "auth": f"the key in {self.config.api_key_env} was refused; export a valid key",
-        }.get(failure.kind, "the provider is unavailable or rate-limiting; retry later or raise max_retries")
+        }.get(kind, "the provider is unavailable or rate-limiting; retry later or raise max_retries")
         return ModelCallError(
             f"llm {self.provider}:{self.config.model}: {failure.kind}{status} after {len(attempts)} "
             f"attempt(s): {detail}",
@@ -240,6 +272,9 @@ class ModelClient(ABC):
             status=failure.status,
             attempt_log=list(attempts),
             hint=hint,
+            verdict=verdict,
+            provider=self.provider,
+            endpoint=_host(self.config.base_url),
         )
 
     def scrub(self, text: str) -> str:
@@ -259,6 +294,23 @@ class ModelClient(ABC):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def _host(base_url: str | None) -> str | None:
+    """`host[:port]` of a base URL (never its path or credentials), for lines that name the endpoint."""
+    if not base_url:
+        return None
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(base_url)
+        host = parts.hostname
+        port = parts.port
+    except ValueError:
+        return None
+    if not host:
+        return None
+    return f"{host}:{port}" if port else host
 
 
 def make_client(cfg: LLMConfig, *, environ: Mapping[str, str] | None = None) -> ModelClient:

@@ -17,9 +17,9 @@ from farm.llm.retry import (
     Failure,
     ProviderError,
     StreamCut,
+    body_failure,
     classify_sdk_error,
     guarded_stream,
-    minimax_failure,
     non_stream_body,
 )
 from farm.llm.types import Message, StopKind, ToolCall, ToolSpec, image_media_type
@@ -161,8 +161,9 @@ class OpenAIModelClient(ModelClient):
 
 
 def parse_openai_response(resp: Any) -> ProviderReply:
-    """A ChatCompletion -> ProviderReply (first choice); a MiniMax `base_resp` error raises ProviderError."""
-    _raise_base_resp(resp)
+    """A ChatCompletion -> ProviderReply (first choice); an error the body states (an `error` object in a 200, a
+    MiniMax `base_resp`) raises ProviderError."""
+    _raise_body_error(resp)
     choices = getattr(resp, "choices", None) or []
     if not choices:
         raise BadResponse(f"response is not a chat completion (no choices; got {type(resp).__name__})")
@@ -192,10 +193,11 @@ def parse_openai_response(resp: Any) -> ProviderReply:
     )
 
 
-def _raise_base_resp(obj: Any) -> None:
-    """Raise the failure a MiniMax `base_resp` (an extra field the SDK keeps in `model_extra`) reports."""
+def _raise_body_error(obj: Any) -> None:
+    """Raise the failure a 200 body states in fields a completion does not have (the SDK keeps them in
+    `model_extra`): an OpenAI-style `error` object (a gateway's `insufficient_quota`), MiniMax's `base_resp`."""
     extra = getattr(obj, "model_extra", None)
-    failure = minimax_failure(extra) if isinstance(extra, dict) and "base_resp" in extra else None
+    failure = body_failure(extra) if isinstance(extra, dict) else None
     if failure is not None:
         raise ProviderError(failure)
 
@@ -228,7 +230,7 @@ def read_openai_stream(chunks: Iterable[Any], on_delta: Callable[[], None]) -> P
     model: str | None = None
     usage: Any = None
     for chunk in guarded_stream(chunks):
-        _raise_base_resp(chunk)
+        _raise_body_error(chunk)
         model = getattr(chunk, "model", None) or model
         if getattr(chunk, "usage", None) is not None:
             usage = chunk.usage

@@ -4,42 +4,56 @@ from __future__ import annotations
 
 import json
 import random
-import re
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from typing import Literal, TypeVar
 
 import httpx
 import httpx2
 
+from farm.llm.provider_errors import (
+    MAX_BODY_BYTES,
+    QUOTA_CODES,
+    ProviderErrorKind,
+    ProviderVerdict,
+    classify,
+    minimax_status,
+    parse_retry_after,
+    says_quota,
+)
+
+__all__ = [
+    "QUOTA_CODES", "RETRYABLE", "BadResponse", "Failure", "FailureKind", "ProviderError", "StreamCut", "StreamTimeout",
+    "backoff_s", "body_failure", "classify_sdk_error", "failure_kind", "guarded_stream", "kind_for_response",
+    "kind_for_status", "minimax_failure", "minimax_status", "non_stream_body", "parse_retry_after", "says_quota",
+    "wait_s",
+]
+
 FailureKind = Literal["rate_limit", "server", "timeout", "connection", "client", "bad_response", "quota", "auth"]
-"""`quota`: the provider's quota or balance is used up; `auth`: the key was refused. Neither is retried: another
-request cannot succeed until someone acts (a new quota window, a top-up, a valid key)."""
+"""A failed request's kind as attempt logs record it: the classifier's kinds (`farm.llm.provider_errors`), with
+`network` split into `timeout` and `connection` and `bad_request` named `client`. `quota` and `auth` are never
+retried: another request cannot succeed until someone acts (a new quota window, a top-up, a valid key)."""
 RETRYABLE: frozenset[str] = frozenset({"rate_limit", "server", "timeout", "connection"})
 
-MINIMAX_STATUS_KINDS: dict[int, FailureKind] = {
-    2056: "quota",  # usage limit exceeded (Token Plan window)
-    1008: "quota",  # insufficient balance
-    1004: "auth",  # not authorized
-    2049: "auth",  # invalid api key
-    1002: "rate_limit",  # rate limit: "retry later", as MiniMax documents
-    1000: "server",  # unknown error: retry later
-    1001: "server",  # request timeout: retry later
-    1024: "server",  # internal error: retry later
-}
-"""MiniMax `base_resp.status_code` -> failure kind; any other non-zero code is a bad response."""
 
-QUOTA_CODES: frozenset[str] = frozenset({"insufficient_quota", "2056", "1008", "billing_hard_limit_reached"})
-"""Error `code` / `type` values that mean the quota or balance is used up (OpenAI and MiniMax)."""
+def failure_kind(verdict: ProviderVerdict) -> FailureKind:
+    """The attempt-log kind of a classifier verdict (which must be a failure)."""
+    kind = verdict.kind
+    if kind == "network":
+        return "timeout" if verdict.timed_out else "connection"
+    if kind == "bad_request":
+        return "client"
+    if kind == "ok":
+        raise ValueError("an ok verdict is no failure")
+    return kind
 
-# Messages of Anthropic-compatible endpoints carry no quota code field, only words (and MiniMax's code in
-# parentheses: "usage limit exceeded, ... (2056)"). Plain rate limits never use these words.
-_QUOTA_TEXT = re.compile(
-    r"insufficient_quota|\bquota\b|\bcredits?\b|\busage limits?\b|\bbalance\b|\bbilling\b|\((?:2056|1008)\)",
-    re.IGNORECASE,
-)
+
+def _verdict_kind(kind: FailureKind) -> ProviderErrorKind:
+    if kind == "timeout" or kind == "connection":
+        return "network"
+    if kind == "client":
+        return "bad_request"
+    return kind
 
 
 class BadResponse(Exception):
@@ -47,7 +61,7 @@ class BadResponse(Exception):
 
 
 class ProviderError(Exception):
-    """A 2xx response whose body carries the provider's own error status (MiniMax `base_resp.status_code`)."""
+    """A 2xx response whose body says the request failed (an `error` object, MiniMax `base_resp.status_code`)."""
 
     def __init__(self, failure: Failure) -> None:
         super().__init__(failure.detail)
@@ -70,11 +84,26 @@ class Failure:
     status: int | None
     retry_after_s: float | None
     detail: str
+    reason: str | None = None
+    """The classifier's one-line reason (the provider's code and message); `detail` is the SDK's own text."""
 
     @property
     def retryable(self) -> bool:
         """Whether another attempt may succeed."""
         return self.kind in RETRYABLE
+
+    @property
+    def verdict(self) -> ProviderVerdict:
+        """This failure as the classifier's verdict (kind, whether it stops dispatch, one-line reason)."""
+        kind = _verdict_kind(self.kind)
+        reason = self.reason or " ".join(f"{kind}: {self.detail}".split())[:240]
+        return ProviderVerdict(kind, reason, self.status, self.retry_after_s, timed_out=self.kind == "timeout")
+
+    @classmethod
+    def of(cls, verdict: ProviderVerdict, detail: str | None = None, *, status: int | None = None) -> Failure:
+        """The failure a classifier verdict describes; `detail` defaults to its reason."""
+        return cls(failure_kind(verdict), status if status is not None else verdict.status, verdict.retry_after_s,
+                   detail if detail is not None else verdict.reason, verdict.reason)
 
 
 T = TypeVar("T")
@@ -92,41 +121,13 @@ def guarded_stream(events: Iterable[T]) -> Iterator[T]:
 
 
 def kind_for_status(status: int) -> FailureKind:
-    """Map an HTTP status to a failure kind (408/409 are transient too, as providers document)."""
+    """Map an HTTP status alone to a failure kind (408/409 are transient too, as providers document); the body
+    may say more (`kind_for_response`)."""
     if status == 429:
         return "rate_limit"
     if status >= 500 or status in (408, 409):
         return "server"
     return "client"
-
-
-def parse_retry_after(headers: Mapping[str, str] | None, *, now: float | None = None) -> float | None:
-    """Seconds to wait from `retry-after-ms`, or `retry-after` (seconds or an HTTP date); None if absent."""
-    if not headers:
-        return None
-    lowered = {k.lower(): v for k, v in headers.items()}
-    raw_ms = lowered.get("retry-after-ms")
-    if raw_ms is not None:
-        try:
-            return max(0.0, float(raw_ms) / 1000.0)
-        except ValueError:
-            pass
-    raw = lowered.get("retry-after")
-    if raw is None:
-        return None
-    raw = raw.strip()
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(raw)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when is None:
-        return None
-    current = time.time() if now is None else now
-    return max(0.0, when.timestamp() - current)
 
 
 def backoff_s(attempt: int, *, initial_s: float, max_s: float, rng: random.Random | None = None) -> float:
@@ -154,177 +155,124 @@ def classify_sdk_error(
     validation_error: type[Exception],
     api_error: type[Exception] | None = None,
 ) -> Failure | None:
-    """Map an openai/anthropic SDK exception (both share this hierarchy) to a Failure."""
+    """Map an openai/anthropic SDK exception (both share this hierarchy) to a Failure, through the one classifier
+    (`farm.llm.provider_errors.classify`); None for exceptions that are not API failures."""
     if isinstance(exc, ProviderError):
         return exc.failure
     if isinstance(exc, BadResponse):
-        return Failure("bad_response", None, None, str(exc))
+        return _by_type(exc, str(exc))
     if isinstance(exc, StreamTimeout):
-        return Failure("timeout", None, None, f"stream stalled: {exc}")
+        return _by_type(exc, f"stream stalled: {exc}")
     if isinstance(exc, StreamCut):
-        return Failure("connection", None, None, f"stream cut: {exc}")
+        return _by_type(exc, f"stream cut: {exc}")
     if isinstance(exc, validation_error):
-        return Failure("bad_response", getattr(exc, "status_code", None), None, str(exc))
+        return _by_type(exc, str(exc), getattr(exc, "status_code", None))
     if isinstance(exc, status_error):
         status = int(getattr(exc, "status_code", 0))
         response = getattr(exc, "response", None)
         headers = getattr(response, "headers", None)
-        retry_after = parse_retry_after(dict(headers.items()) if headers is not None else None)
-        bodies = _error_bodies(exc)
-        if 200 <= status < 300:
-            # An error event inside a 200 stream: its body's type says what an HTTP status would have.
-            return Failure(_stream_error_kind(bodies), None, retry_after, str(exc))
-        return Failure(kind_for_response(status, bodies), status, retry_after, str(exc))
+        plain = dict(headers.items()) if headers is not None else None
+        verdict = classify(status, plain, _error_body(exc), exc_type=type(exc))
+        if status < 300:
+            # An error event inside a 200 stream: it has no HTTP status of its own.
+            return Failure(failure_kind(verdict), None, verdict.retry_after_s, str(exc), verdict.reason)
+        return Failure.of(verdict, str(exc))
     if isinstance(exc, timeout_error):
-        return Failure("timeout", None, None, "request timed out")
+        return _by_type(exc, "request timed out")
     if isinstance(exc, connection_error):
         cause = exc.__cause__ or exc.__context__
-        return Failure("connection", None, None, f"{exc}: {cause}" if cause else str(exc))
+        return _by_type(exc, f"{exc}: {cause}" if cause else str(exc))
     if api_error is not None and isinstance(exc, api_error):
         # The SDK's base error without a status: an error event read from a stream.
-        return Failure(_stream_error_kind(_error_bodies(exc)), None, None, str(exc))
+        return Failure.of(classify(None, None, _error_body(exc), exc_type=type(exc)), str(exc))
     return None
 
 
-_STREAM_ERROR_KINDS: dict[str, FailureKind] = {
-    "overloaded_error": "server",
-    "api_error": "server",
-    "server_error": "server",
-    "rate_limit_error": "rate_limit",
-    "timeout_error": "timeout",
-    "invalid_request_error": "client",
-    "not_found_error": "client",
-    "authentication_error": "auth",
-    "permission_error": "auth",
-}
+def _by_type(exc: Exception, detail: str, status: int | None = None) -> Failure:
+    """A failure its exception's type tells (no body to read): the reason is then the detail."""
+    verdict = classify(None, exc_type=type(exc))
+    return Failure(failure_kind(verdict), status, None, detail)
 
 
 def kind_for_response(status: int, bodies: Sequence[object] = ()) -> FailureKind:
-    """Failure kind of an HTTP error response: 401/403 refuse the key (`auth`), a 4xx whose body names a used-up
-    quota or balance (or a 402) is `quota`, anything else goes by the status (`kind_for_status`)."""
-    if status == 401:
-        return "auth"
-    if 400 <= status < 500 and (status == 402 or says_quota(bodies)):
-        return "quota"
-    if status == 403:
-        return "auth"
-    return kind_for_status(status)
-
-
-def says_quota(bodies: Sequence[object]) -> bool:
-    """Whether any of the error bodies (whole JSON bodies, their inner `error` object, or raw text) names a used-up
-    quota or balance: a quota code, a MiniMax status code, or quota words in the message."""
-    for body in bodies:
-        if isinstance(body, str):
-            if _QUOTA_TEXT.search(body):
-                return True
-            continue
-        for part in _parts(body):
-            base = minimax_status(part)
-            if base is not None and MINIMAX_STATUS_KINDS.get(base[0]) == "quota":
-                return True
-            for key in ("code", "type", "status_code"):
-                if str(part.get(key)) in QUOTA_CODES:
-                    return True
-            for key in ("message", "status_msg"):
-                text = part.get(key)
-                if isinstance(text, str) and _QUOTA_TEXT.search(text):
-                    return True
-    return False
-
-
-def minimax_status(payload: object) -> tuple[int, str] | None:
-    """(`status_code`, `status_msg`) of a MiniMax `base_resp` in `payload` (a body, or the base_resp itself);
-    None when there is none or it says success (0)."""
-    if not isinstance(payload, Mapping):
-        return None
-    base = payload.get("base_resp", payload)
-    if not isinstance(base, Mapping) or "status_code" not in base:
-        return None
-    try:
-        code = int(base["status_code"])
-    except (TypeError, ValueError):
-        return None
-    if code == 0:
-        return None
-    return code, str(base.get("status_msg") or "")
+    """Failure kind of an HTTP error response whose body was read as `bodies` (alternative readings of one body:
+    parsed JSON, the inner error object, raw text), by the classifier's rules."""
+    verdict = classify(status, None, [b for b in bodies if b is not None], exc_type=None)
+    return failure_kind(verdict) if verdict.kind != "ok" else kind_for_status(status)
 
 
 def minimax_failure(payload: object, *, status: int | None = 200) -> Failure | None:
     """The failure a 2xx body's MiniMax `base_resp` reports (quota for 2056/1008, auth for 1004/2049, transient
-    codes as MiniMax documents them, else a bad response); None when the body reports no error."""
-    found = minimax_status(payload)
-    if found is None:
+    codes as MiniMax documents them, else a bad response); None when the body reports no error. `payload` is the
+    body or the base_resp itself."""
+    if minimax_status(payload) is None:
         return None
-    code, message = found
-    kind = MINIMAX_STATUS_KINDS.get(code, "bad_response")
-    return Failure(kind, status, None, f"provider status {code}: {message or 'no message'}")
+    body = payload if isinstance(payload, Mapping) and "base_resp" in payload else {"base_resp": payload}
+    return body_failure(body, status=status)
 
 
-def _parts(body: object) -> list[Mapping[str, object]]:
-    """The objects of an error body that may carry a code: the body, its `error` object and its `base_resp`."""
-    if not isinstance(body, Mapping):
-        return []
-    parts: list[Mapping[str, object]] = [body]
-    for key in ("error", "base_resp"):
-        inner = body.get(key)
-        if isinstance(inner, Mapping):
-            parts.append(inner)
-    return parts
+def body_failure(body: object, *, status: int | None = 200) -> Failure | None:
+    """The failure a 2xx response's body states in its own error fields (an `error` object, as OpenAI-compatible
+    gateways send a used-up quota inside a 200; MiniMax's `base_resp`); None when it states none. The completion's
+    content is never read: an answer that mentions an error code is an answer."""
+    if not isinstance(body, Mapping) or not (body.get("error") or minimax_status(body.get("base_resp"))):
+        return None
+    verdict = classify(200, None, body)
+    if verdict.kind == "ok":
+        return None
+    return Failure(failure_kind(verdict), status, verdict.retry_after_s, verdict.reason, verdict.reason)
 
 
-def _error_bodies(exc: Exception) -> list[object]:
-    """What an SDK error knows of the response body: `exc.body` (the OpenAI SDK keeps only the inner `error`
-    object) and the whole response body when it was read (so a top-level `base_resp` is seen too)."""
-    bodies: list[object] = [getattr(exc, "body", None)]
+def _error_body(exc: Exception) -> object:
+    """What an SDK error knows of the response body: the whole body when it was read (so a top-level `base_resp`
+    is seen too; at most MAX_BODY_BYTES of it), else `exc.body` (the OpenAI SDK keeps only the inner `error`
+    object there)."""
     response = getattr(exc, "response", None)
     if response is not None and int(getattr(response, "status_code", 0)) >= 300:
         try:
-            text = response.text
-        except Exception:  # noqa: BLE001 - a body not read (or not readable) adds nothing
-            return bodies
-        try:
-            bodies.append(json.loads(text))
-        except ValueError:
-            bodies.append(text)
-    return bodies
-
-
-def _stream_error_kind(bodies: Sequence[object]) -> FailureKind:
-    """Failure kind of an in-stream error event (`{"type": "error", "error": {"type": ...}}` or the inner object):
-    a quota code or a MiniMax status first, then the error type; an unknown type is a server failure, since the
-    request itself was accepted."""
-    if says_quota(bodies):
-        return "quota"
-    for body in bodies:
-        base = minimax_failure(body, status=None)
-        if base is not None:
-            return base.kind
-        error = body.get("error", body) if isinstance(body, Mapping) else None
-        kind = error.get("type") if isinstance(error, Mapping) else None
-        if kind is not None:
-            return _STREAM_ERROR_KINDS.get(str(kind), "server")
-    return "server"
+            content = response.content
+        except Exception:  # noqa: BLE001 - a body not read (or not readable): exc.body is what there is
+            content = None
+        if isinstance(content, bytes) and content.strip():
+            return content[:MAX_BODY_BYTES]
+    return getattr(exc, "body", None)
 
 
 def non_stream_body(response: object) -> None:
-    """Check that a streamed request got an event stream. A 2xx answered with a plain body instead (MiniMax
-    sends its `base_resp` errors as JSON) raises that body's failure, or BadResponse; without this the SDK
-    would find no events in it and the reply would look like a dropped connection, which is retried."""
+    """Check that a streamed request got an event stream. A 2xx answered with a plain body instead (MiniMax sends
+    its `base_resp` errors as JSON, gateways an OpenAI-style `error`) raises that body's failure, or BadResponse;
+    without this the SDK would find no events in it and the reply would look like a dropped connection, which is
+    retried. At most MAX_BODY_BYTES of the body are read."""
     headers = getattr(response, "headers", None)
     content_type = str(headers.get("content-type", "")) if headers is not None else ""
     if not content_type or content_type.lower().startswith("text/event-stream"):
         return
-    read = getattr(response, "read", None)
-    raw = read() if callable(read) else b""
+    raw = _read_bounded(response)
     try:
         body = json.loads(raw)
     except ValueError:
-        raise BadResponse(f"a streamed request was answered with {content_type}, not an event stream") from None
-    failure = minimax_failure(body) or (
-        Failure(_stream_error_kind([body]), 200, None, f"error body instead of a stream: {body.get('error')}")
-        if isinstance(body, Mapping) and body.get("error") else None
-    )
+        body = None  # not JSON, or cut at the bound: nothing the provider stated can be read from it
+    failure = body_failure(body)
     if failure is not None:
         raise ProviderError(failure)
     raise BadResponse(f"a streamed request was answered with a {content_type} body, not an event stream")
+
+
+def _read_bounded(response: object) -> bytes:
+    """Up to MAX_BODY_BYTES of a streamed response's body (the rest is never read: the response is closed)."""
+    chunks = getattr(response, "iter_bytes", None)
+    if not callable(chunks):
+        read = getattr(response, "read", None)
+        raw = read() if callable(read) else b""
+        return bytes(raw[:MAX_BODY_BYTES])
+    got = bytearray()
+    try:
+        for chunk in chunks():
+            got += chunk
+            if len(got) >= MAX_BODY_BYTES:
+                break
+    finally:
+        close = getattr(response, "close", None)
+        if callable(close):
+            close()
+    return bytes(got[:MAX_BODY_BYTES])

@@ -68,11 +68,14 @@ class ModelStub:
 
     def __init__(
         self, *, responder: Responder | None = None, default: StubReply | None = None, api_key: str | None = None,
+        models_reply: StubReply | None = None,
     ) -> None:
         self.responder = responder
         self.default = default
         self.api_key = api_key
         """When set, a request carrying another key is answered 401, as a provider does."""
+        self.models_reply = models_reply
+        """When set, `GET /v1/models` is answered with this error reply (a quota refusal, a 5xx) instead of the list."""
         self.model_lists = 0
         """`GET /v1/models` requests served (a run's preflight makes one)."""
         self._queue: deque[StubReply] = deque()
@@ -214,7 +217,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with self.owner._lock:
             self.owner.model_lists += 1
-        self._send(200, models_body(provider))
+        refusal = self.owner.models_reply
+        if refusal is not None and refusal.quota_code is not None:
+            self._send(refusal.status, quota_body(provider, 0, "stub-model", refusal))
+        elif refusal is not None:
+            self._send(refusal.status, error_body(provider, refusal.status, refusal.error_message))
+        else:
+            self._send(200, models_body(provider))
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib naming
         path = self.path.split("?", 1)[0]

@@ -76,10 +76,10 @@ class StubReply:
     def quota(
         cls, status: int = 429, code: int | str = 2056, message: str | None = None, *, as_event: bool = False,
     ) -> StubReply:
-        """A used-up quota: with status 200 MiniMax's `base_resp` in a 200 body (an int code); otherwise an error
-        body carrying the code. `as_event` sends it inside a 200 event stream when the request streams."""
-        if status == 200 and not isinstance(code, int):
-            raise ValueError("a 200 quota reply carries a MiniMax base_resp status code (an int)")
+        """A used-up quota: with status 200 and an int code MiniMax's `base_resp` in a 200 body; with status 200 and a
+        str code (`insufficient_quota`) an OpenAI-style `error` object in a 200 body, as OpenAI-compatible gateways
+        send it; otherwise an error body carrying the code. `as_event` sends it inside a 200 event stream when the
+        request streams."""
         text = message or QUOTA_MESSAGES.get(code, "quota exceeded")
         return cls(status=status, quota_code=code, error_message=text, quota_event=as_event, usage=None)
 
@@ -204,6 +204,11 @@ def quota_body(provider: StubProvider, n: int, model: str, reply: StubReply) -> 
     with the code in `error.code`; Anthropic as MiniMax's Anthropic endpoint words it, the code only in the
     message ("… (2056)")."""
     code = reply.quota_code
+    if reply.status == 200 and isinstance(code, str):
+        error = {"message": reply.error_message, "type": code, "param": None, "code": code}
+        if provider == "openai":
+            return {"error": error}
+        return {"type": "error", "error": error, "request_id": f"req_stub_{n}"}
     if reply.status == 200:
         base = {"status_code": code, "status_msg": reply.error_message}
         if provider == "openai":
@@ -222,7 +227,12 @@ def quota_body(provider: StubProvider, n: int, model: str, reply: StubReply) -> 
 
 def quota_frames(provider: StubProvider, n: int, model: str, reply: StubReply) -> list[bytes]:
     """A quota refusal inside a 200 event stream: OpenAI a chunk carrying `base_resp` (then `[DONE]`), Anthropic
-    an `error` event whose message and `base_resp` carry the code."""
+    an `error` event whose message and `base_resp` carry the code. A str code is an `error` object in either."""
+    if isinstance(reply.quota_code, str):
+        error = {"message": reply.error_message, "type": reply.quota_code, "code": reply.quota_code}
+        if provider == "openai":
+            return [f"data: {json.dumps({'error': error})}\n\n".encode()]
+        return [f"event: error\ndata: {json.dumps({'type': 'error', 'error': error})}\n\n".encode()]
     base = {"status_code": reply.quota_code, "status_msg": reply.error_message}
     if provider == "openai":
         chunk = {"id": f"chatcmpl-stub-{n}", "object": "chat.completion.chunk", "created": int(time.time()),

@@ -183,10 +183,18 @@ def run_lane(
             run_matrix(runs, backends, ctx, record)
             finished = True
         finally:
-            if created:
+            stop_note = None
+            if ctx.stopped is not None:
+                stop_note = f"web: stopped dispatch: {ctx.stopped}; {len(runs) - lines} of {len(runs)} runs not started"
+                # Said once, whatever the caller prints per run: the remaining runs were never tried.
+                print(stop_note, file=sys.stderr, flush=True)
+            if created or stop_note is not None:
                 def close(manifest: Manifest) -> None:
-                    manifest.finished_at = utc_now()
-                    manifest.status = "finished" if finished else "failed"
+                    if stop_note is not None:
+                        manifest.notes.append(stop_note)
+                    if created:
+                        manifest.finished_at = utc_now()
+                        manifest.status = "interrupted" if stop_note else "finished" if finished else "failed"
 
                 store.update(close)
     if results.stat().st_size:

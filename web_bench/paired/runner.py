@@ -1,4 +1,9 @@
-"""Running one task instance on one backend, and a whole matrix of them."""
+"""Running one task instance on one backend, and a whole matrix of them.
+
+A model call that fails for a reason every run shares (the provider's quota is used up, its key refused: the one
+classifier's verdict, `farm.llm.provider_errors`) ends the matrix there: the run it hit is recorded as an
+infrastructure error and no later run starts (`RunContext.stopped` says why), as the host executor and the
+WebVoyager lane do."""
 
 from __future__ import annotations
 
@@ -82,6 +87,8 @@ class RunContext:
         self.devices = dict(devices or {})
         self.simulated = set(simulated or ())
         self.max_steps = max_steps
+        self.stopped: str | None = None
+        """Set when a run's model call stopped dispatch (quota, key): one line naming the provider and why."""
 
 
 def _one_line(exc: BaseException) -> str:
@@ -100,7 +107,8 @@ def outcome(out: LoopOutcome, turn: Turn, max_steps: int) -> TurnOutcome:
         return TurnOutcome(status="timeout", error="time limit reached")
     if out.status == "model_error" and out.error is not None:
         # Retries exhausted or a refused request: the model service failed, not the agent.
-        return TurnOutcome(status="error", error=out.error.line(), infrastructure=True)
+        stop = out.error.stop_line() if out.error.stops_dispatch else None
+        return TurnOutcome(status="error", error=out.error.line(), infrastructure=True, stop_dispatch=stop)
     if out.status == "halted" and out.halt is not None:
         if out.halt.reason == GAVE_UP:
             # The policy's last word, like an answer: the run completes, with nothing to validate.
@@ -133,6 +141,8 @@ def run_one(planned: PlannedRun, backend: BrowserBackend, ctx: RunContext) -> We
                 max_steps=ctx.max_steps, expired=turn.expired, hooks=TurnHooks(turn),
             )
             result = outcome(out, turn, ctx.max_steps)
+            if result.stop_dispatch is not None:
+                ctx.stopped = ctx.stopped or result.stop_dispatch
         except Exception as exc:  # noqa: BLE001 - a crashing turn is a failed run, not a crashed matrix
             result = TurnOutcome(status="error", error=_one_line(exc))
         completion_ms = turn.elapsed_ms()
@@ -199,9 +209,12 @@ def run_matrix(
     runs: list[PlannedRun], backends: Mapping[BackendName, BrowserBackend], ctx: RunContext,
     on_run: Callable[[WebRun], None],
 ) -> list[WebRun]:
-    """Every planned run in order; `on_run` sees each result as soon as it exists."""
+    """Every planned run in order; `on_run` sees each result as soon as it exists. A run whose model call stops
+    dispatch (quota, key) is the last one started: `ctx.stopped` says why, and the rest are left unrun."""
     done = []
     for planned in runs:
+        if ctx.stopped is not None:
+            break
         record = run_one(planned, backends[planned.backend], ctx)
         on_run(record)
         done.append(record)

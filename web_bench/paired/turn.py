@@ -143,3 +143,6 @@ class TurnOutcome(BaseModel):
     """One-line error."""
     infrastructure: bool = False
     """The turn failed for a reason outside the agent (site, browser, phone, model API unavailable)."""
+    stop_dispatch: str | None = None
+    """The model call that ended the turn stops the matrix (the provider's quota is used up, its key refused): one
+    line naming the provider and why. Every later run would fail the same way."""

@@ -13,6 +13,7 @@ from pydantic import JsonValue
 
 from farm.llm.client import ModelCallError, ModelClient
 from farm.llm.loop import LoopHalt, LoopHooks
+from farm.llm.provider_errors import lane_error_kind
 from farm.llm.types import Message, ModelTurn, ToolCall, ToolSpec
 from farm.manifest import utc_now
 from web_bench.browser.contract import ACTION_TIMEOUT_MS, NAVIGATION_TIMEOUT_MS, TOOLS_BY_NAME, ToolResult
@@ -35,21 +36,12 @@ from web_bench.webvoyager.trace import (
     TraceWriter,
 )
 
-_QUOTA_SHADOWED = frozenset({"timeout", "connection", "server", "rate_limit"})
-"""Failures that may hide a used-up quota when an earlier request of the same step reported one."""
-_UNAVAILABLE = frozenset({"rate_limit", "server", "timeout", "connection"})
-
 
 def model_error_kind(exc: ModelCallError) -> ErrorKind:
-    """How a failed model step counts: quota, auth, service_unavailable or model_error."""
-    earlier = [a.outcome for a in exc.attempt_log[:-1]]
-    if exc.kind == "quota" or (exc.kind in _QUOTA_SHADOWED and "quota" in earlier):
-        return "quota"
-    if exc.kind == "auth" or (exc.kind == "client" and exc.status in (401, 403)):
-        return "auth"
-    if exc.kind in _UNAVAILABLE:
-        return "service_unavailable"
-    return "model_error"
+    """How a failed model step counts: quota, auth, service_unavailable or model_error, by the one provider-error
+    classifier (`farm.llm.provider_errors`), whose call verdict already counts a timeout or 5xx that followed a
+    quota refusal of the same step as the quota."""
+    return lane_error_kind(exc.verdict)
 
 
 class AttemptState(LoopHooks):

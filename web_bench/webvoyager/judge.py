@@ -22,6 +22,7 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, JsonValue
 
 from farm.llm.client import ModelCallError, ModelClient
+from farm.llm.provider_errors import lane_error_kind
 from farm.llm.types import Message, ModelTurn
 from farm.manifest import utc_now
 from farm.results.record import Tokens
@@ -177,15 +178,9 @@ def fence(content: str, info: str = "") -> str:
 
 
 def error_kind_of(exc: ModelCallError) -> ErrorKind:
-    """The lane's error kind for a failed judge request: quota and auth as such, the rest by cause."""
-    # Quota is never retried, so it can only be the last attempt; earlier ones are checked all the same.
-    if exc.kind == "quota" or any(a.outcome == "quota" for a in exc.attempt_log):
-        return "quota"
-    if exc.kind == "auth":
-        return "auth"
-    if exc.kind in ("client", "bad_response"):
-        return "model_error"
-    return "service_unavailable"
+    """The lane's error kind for a failed judge request: quota and auth as such, the rest by cause — the same
+    classifier and the same rules as the agent's steps (`farm.llm.provider_errors.lane_error_kind`)."""
+    return lane_error_kind(exc.verdict)
 
 
 class JudgeSession:
