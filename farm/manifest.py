@@ -125,7 +125,9 @@ class Manifest(BaseModel):
     finished_at: str | None = None
     """ISO-8601 UTC time the run finished; null while running or after a crash."""
     status: Literal["running", "finished", "failed", "interrupted"] = "running"
-    """Run state; `interrupted`: stopped by Ctrl-C/SIGTERM or a crash, resumable (`--resume`)."""
+    """Run state; `interrupted`: resumable (`--resume`): stopped by Ctrl-C/SIGTERM or a crash, or a sweep that ended
+    with units left unfinished (phones lost or quarantined, a deadline: `farm.sweep.journal.run_status`);
+    `finished`: every unit ended."""
     label: str | None = None
     """Free tag for runs of one kind (`--label nightly`); `farm history` groups by it."""
     provenance: Literal["single", "mixed"] = "single"

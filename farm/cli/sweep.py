@@ -16,7 +16,8 @@ _HELP = (
     "Units (task × phone or any phone × repeat) are journaled in the run directory: each record is written "
     "the moment its unit is scored, a unit whose phone fails for an infrastructure reason moves to another "
     "eligible phone (each try is kept), a phone that keeps failing is quarantined, and Ctrl-C/SIGTERM stop "
-    "dispatch and leave the run resumable with --resume RUN.\n\n"
+    "dispatch and leave the run resumable with --resume RUN, which continues it with its own task set, farm.yaml, "
+    "selection, spread and repeats.\n\n"
     "The pool is --split (default all); --set (repeatable, a union), -k, --exclude and --only-failed-from "
     "choose within it.\n\n"
     "Exit status: 0 every unit finished and passed (or the rate reached --fail-under); 1 some failed; 3 units "
@@ -135,8 +136,14 @@ def sweep_cmd(
     from farm.config import load_config
     from farm.notify import notify_refused, notify_sweep
 
-    # Read before the sweep: a bad `notify:` section is refused (exit 2) before anything runs.
-    notify = load_config(config).notify
+    # Read before the sweep: a bad `notify:` section is refused (exit 2) before anything runs. A resume reads the
+    # farm.yaml of the run it continues (unless --config names one), as the sweep does.
+    if resume is not None:
+        from farm.sweep.sweep import resumed_config
+
+        notify = resumed_config(af.runs_root(runs_dir, config) / resume, config).notify
+    else:
+        notify = load_config(config).notify
     try:
         result = sweep(req)
     except FarmError as exc:

@@ -185,7 +185,8 @@ def query_connection(
     on_open: Callable[[duckdb.DuckDBPyConnection], None] | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """What `farm query` runs SQL on: the views of `connect`, with the records read into memory first
-    and then every way out shut — no file read or written, no extension, no setting changed back.
+    and then every way out shut — no file read or written, no extension, no setting changed back. `records` holds
+    one row per attempt, as the reports count them: an attempt written twice is its later line.
 
     `settings` (SET statements: `farm query`'s limits) run before the records are read, so they bound the read
     too, and are locked with the rest; `on_open` sees the connection first (to interrupt it from then on)."""
@@ -195,9 +196,21 @@ def query_connection(
     for statement in settings:
         con.execute(statement)
     con.execute(f"CREATE TABLE records AS {_records_select(run_dirs)}")
+    _drop_superseded(con, "records")
     for statement in _LOCK_DOWN:
         con.execute(statement)
     return con
+
+
+def _drop_superseded(con: duckdb.DuckDBPyConnection, table: str) -> None:
+    """One row per attempt, as every other reader has it: an attempt written twice (a placeholder a resume's try
+    superseded, a re-recorded unit: `RunStore.supersede`) keeps its later line. The table was filled in line order,
+    so its rowid is the line order; the window runs only when some attempt has two lines."""
+    if not _dup_attempts(con, table):
+        return
+    keys = ", ".join([*UNIT, "attempt"])
+    con.execute(f"DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM {table}"
+                f" QUALIFY row_number() OVER (PARTITION BY {keys} ORDER BY rowid DESC) > 1)")
 
 
 # The fields no record lacks (`Record`'s required ones). A JSON object missing one, or holding one of the

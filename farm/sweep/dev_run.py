@@ -3,7 +3,9 @@
 A run is a sweep with a developer's defaults: every selected phone runs every task it can once
 (`every-phone`, one repeat), the only connected phone unless `--all` or `--device` says otherwise,
 no farm lock, and progress bars. It shares the sweep's journal, so each record is written the
-moment its unit is scored and a stopped run continues with `farm run --resume RUN`.
+moment its unit is scored and a stopped run continues with `farm run --resume RUN`. A full disk stops it as it
+stops a sweep (`farm.disk_space.DiskFull`: one line, exit 3, resumable), and it does not start below the free-space
+floor.
 """
 
 from __future__ import annotations

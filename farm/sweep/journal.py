@@ -15,7 +15,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Collection, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, cast
@@ -24,6 +24,7 @@ JOURNAL_FILE = "journal.sqlite"
 SCHEMA_VERSION = 1
 
 UnitState = Literal["pending", "leased", "done", "unfinished"]
+RunState = Literal["finished", "interrupted"]
 TryKind = Literal["ran", "infra", "interrupted"]
 PhoneState = Literal["active", "quarantined", "gone"]
 
@@ -121,6 +122,26 @@ def is_complete(run_dir: Path) -> bool:
             return db.execute("SELECT count(*) FROM meta WHERE key = 'schema'").fetchone()[0] == 1
     except sqlite3.Error:
         return False
+
+
+def read_meta(run_dir: Path) -> dict[str, str]:
+    """The identity and settings of a run's journal, read without opening it as the sweep does (no schema, no
+    journal mode set: a sweep may hold it); empty when there is no complete journal."""
+    if not is_complete(run_dir):
+        return {}
+    with closing(sqlite3.connect(run_dir / JOURNAL_FILE, timeout=30)) as db:
+        return dict(db.execute("SELECT key, value FROM meta").fetchall())
+
+
+def run_status(journal: Journal, max_tries: int) -> tuple[RunState, int]:
+    """The run's manifest status as its journal has it, and how many units are left short: `finished` only when
+    every unit ended (done, or unfinished after using every try: an infrastructure error, exit 5); any unit still
+    pending or leased, or left unfinished with a try to spare (its phone lost or quarantined, a deadline), leaves
+    it `interrupted`, resumable (exit 3). The one place both the manifest's status and the exit status come from,
+    so the two never disagree."""
+    counts = journal.counts()
+    short = counts["pending"] + counts["leased"] + counts["unfinished"] - journal.exhausted(max_tries)
+    return ("interrupted" if short else "finished"), short
 
 
 def unit_id(task_id: str, pin: str, repeat: int) -> str:
@@ -356,7 +377,8 @@ class Journal:
 
     def requeue_unfinished(self) -> int:
         """Units left unfinished (their phones lost or quarantined) go back on the queue; their tries are kept,
-        so the next try's record supersedes the error record by its higher attempt number."""
+        so the next try's record supersedes the unit's error record: by its higher attempt number, or, for a unit
+        that never ran (its placeholder holds attempt 1, as its first try does), as the later line of that attempt."""
         with self._tx() as db:
             return db.execute(
                 "UPDATE units SET state = 'pending', outcome = NULL, passed = NULL, reason = NULL "

@@ -76,21 +76,33 @@ def collect_leased(
     return Collected(found, refused)
 
 
+PLACEHOLDER = "placeholder"
+"""`extra` key of the error record a unit no phone could run gets when a sweep ends (`never ran: …`): it stands for
+the unit until a resume runs it, and the record of that try supersedes it (a later line of the same attempt, or a
+higher attempt)."""
+
+
+def is_placeholder(rec: Record) -> bool:
+    """Whether a record only stands in for a unit that did not run (see `PLACEHOLDER`)."""
+    return rec.extra.get(PLACEHOLDER) is True
+
+
 def reconcile(journal: Journal, run_dir: Path) -> int:
     """Units whose final record is in records.jsonl but whose journal entry is not final (a crash between the
     two): they end as their record says, so no unit ever gets a second final record. Returns how many.
 
-    Only final tries write records (a try that failed for an infrastructure reason and was queued again
-    writes none), so any record naming a unit is that unit's final record.
+    Only a record of the unit's latest try counts: a unit a resume queued again keeps the records of its earlier
+    nights (a placeholder of the very attempt now in flight, the error of an earlier try), and neither says how the
+    try in flight ended. A placeholder never does: it is written when no try runs.
     """
-    written: dict[str, Record] = {}
+    written: dict[tuple[str, int], Record] = {}
     for rec in RunStore(run_dir).iter_records(ReadProblems()):
         unit = rec.extra.get("unit")
-        if isinstance(unit, str):
-            written[unit] = rec
+        if isinstance(unit, str) and not is_placeholder(rec):
+            written[(unit, rec.attempt)] = rec
     found = 0
     for row in journal.units():
-        final = written.get(row.unit_id)
+        final = written.get((row.unit_id, row.tries))
         if final is not None and row.state in ("pending", "leased"):
             journal.mark_recorded(row.unit_id, final.device, final.outcome, final.passed)
             found += 1

@@ -4,6 +4,12 @@ A full disk is an infrastructure stop, never an internal error: ENOSPC anywhere 
 tree, the reports) stops dispatch once, leaves the manifest `interrupted` and raises `DiskFull` (exit 3), whose one
 line names the filesystem, its free space and the floor, and the `--resume` that continues the run. A sweep does not
 start below that free-space floor (`min_free_mb`, exit 2).
+
+A resume needs nothing but the run's name (and where runs are): the task set, farm.yaml, selection and schedule the
+sweep started with are in its journal and used again unless the command line names others. It leaves no litter: a
+unit no phone could run gets one placeholder error record, which the record of its later try supersedes and which a
+resume that ran nothing does not write again; and the manifest's status comes from the journal (`run_status`), so a
+run with units left unfinished stays `interrupted` (exit 3) until a resume finishes them.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from farm.android.health import PhoneHealth, left_out
 from farm.android.options import AgentOptions, HostSettings, RunOptions
 from farm.android.phone_records import skip_record
 from farm.android.progress import PhoneProgress, make_progress, record_line, say
-from farm.config import load_config
+from farm.config import FarmConfig, config_file, load_config
 from farm.disk_space import DiskFull, SpaceReserve, check_free_space, floor_bytes, is_disk_full
 from farm.errors import FarmError
 from farm.names import check_name
@@ -40,11 +46,11 @@ from farm.results.record import Execution, Record
 from farm.results.store import RECORDS_FILE, ReadProblems, RunStore, is_run_dir
 from farm.signals import stop_on_signals
 from farm.sweep.identity import sweep_identity
-from farm.sweep.journal import Journal, UnitRow, is_complete
+from farm.sweep.journal import Journal, UnitRow, is_complete, read_meta, run_status
 from farm.sweep.lock import farm_lock, lock_path
 from farm.sweep.plan import history_estimates, plan_units
 from farm.sweep.request import SweepRequest, exit_status
-from farm.sweep.resume_collect import STOPPED, collect_leased, reconcile
+from farm.sweep.resume_collect import PLACEHOLDER, STOPPED, collect_leased, reconcile
 from farm.sweep.runner import Dispatcher, Fleet, gather_fleet
 from farm.sweep.unit_run import summary_sources
 from farm.taskset.loader import LoadedTask
@@ -243,6 +249,20 @@ class Sweep:
         return RunOptions.resolve(self.req.agent, self.cfg, self.req.profile, idle_timeout_s=self.req.idle_timeout_s,
                                   deadline_s=self.req.deadline_s, started=time.monotonic())
 
+    def _request_json(self) -> str:
+        """What a resume needs to continue this sweep without being told again: the options that choose and
+        measure its units, how it is scheduled, and the task set, farm.yaml and probe catalogue it read (absolute,
+        so a resume from another directory finds them; `config` null: it read none, the defaults)."""
+        req = self.req
+        config = config_file(req.config)
+        return json.dumps({
+            **req.identity_options(), "kind": req.kind, "all_phones": req.all_phones, "deadline_s": req.deadline_s,
+            "label": req.label, "max_tries": req.max_tries, "quarantine_after": req.quarantine_after,
+            "fail_under": req.fail_under, "idle_timeout_s": req.idle_timeout_s,
+            "tasks_dir": str(self.tasks_dir.resolve()), "config": str(config.resolve()) if config else None,
+            "probes_dir": str(req.probes_dir.resolve()) if req.probes_dir else None,
+        }, sort_keys=True)
+
     def _new(self, run_id: str, tasks: list[LoadedTask], *, existing: bool = False) -> SweepResult:
         """Plan and run a sweep; `existing`: its run directory was made by a start that stopped before its
         journal was written (the plan is made again, skip records already written are not repeated)."""
@@ -268,10 +288,11 @@ class Sweep:
             notes=[f"adb server unreachable: {u}" for u in fleet.unreachable] + fleet.duplicates
             + ([set_wide] if set_wide else []),
         )
+        saved = self._request_json()
         entry = mf.LaneEntry(lane="android", outputs=[RECORDS_FILE], detail={
             "kind": req.kind, "spread": req.spread, "repeats": req.repeats, "executor": req.executor,
             "split": req.agent.split, "set": req.agent.set_prefix, "profile": opts.profile_name,
-            "allow_irreversible": req.agent.allow_irreversible, "request": json.loads(_request_json(req)),
+            "allow_irreversible": req.agent.allow_irreversible, "request": json.loads(saved),
             # Every planned unit is in the headline's denominator, those a stop left without a record too.
             "planned_units": _planned_units(tasks, [u.task_id for u in units] + [s.task_id for s in skips]),
         })
@@ -286,7 +307,7 @@ class Sweep:
         store.append_new(skip_record(self._skip_context(run_id, s.device, opts), by_id[s.task_id], s.reason,
                                      repeat=s.repeat) for s in skips)
         # The journal is on disk like the manifest: the request goes there without credentials too.
-        request = json.dumps(redact(json.loads(_request_json(req))), sort_keys=True)
+        request = json.dumps(redact(json.loads(saved)), sort_keys=True)
         journal = self.journal = Journal.create(run_dir, {**self._identity(tasks), "request": request}, units)
         if req.retry_from:
             self._reuse(journal, run_dir, req.retry_from, tasks)
@@ -299,15 +320,19 @@ class Sweep:
         run_dir = self.runs_dir / run_id
         if not run_dir.is_dir():
             raise FarmError(f"{run_dir}: no such run", hint="pass a run id from the runs directory")
-        lanes = mf.load(run_dir).lanes if mf.manifest_path(run_dir).is_file() else []
-        saved = next((lane.detail["request"] for lane in lanes if lane.detail.get("request")), None)
+        saved = _saved_request(run_dir)
         if saved is None:
             raise FarmError(f"{run_dir}: nothing to resume there",
                             hint="only a run started by `farm run` or `farm sweep` can be resumed")
-        if REDACTED in json.dumps(saved):
+        if REDACTED in saved:
             raise FarmError(f"{run_id}: cannot resume: its options held a credential, which was not kept",
                             hint=f"start a new run that reuses its finished units: --retry-from {run_id} --run NEW")
-        self.req = _request_from(json.dumps(saved), self.req)
+        given = self.req
+        self.req = _request_from(saved, given)
+        # The stopped sweep's farm.yaml and task set, unless the command line names others (the identity check
+        # below still refuses different contents); where the runs are stays what found this one.
+        self.cfg = _resume_config(saved, given.config)
+        self.tasks_dir = self.req.tasks_dir or Path(self.cfg.tasks_dir)
         self._load_executor()
         self.run_dir = run_dir
         if not is_complete(run_dir):
@@ -442,16 +467,19 @@ class Sweep:
         interrupted = self.stop.is_set()
         quarantined = journal.quarantined()
         if not interrupted:
-            # Nothing can take what is left: each such unit gets its error record, never a failure.
+            # Nothing can take what is left: each such unit gets its error record, never a failure; once. A unit
+            # with a record of this attempt or a later one already (the placeholder a sweep or resume without its
+            # phone wrote before) needs none: a resume that ran nothing writes nothing.
             by_id = {t.task.id: t for t in tasks}
             pending = journal.units("pending")
             why = "unfinished: run deadline passed" if opts.past_deadline() else None
+            recorded = _recorded_attempts(run_dir)
             RunStore(run_dir).append(self._never_ran(run_id, u, by_id[u.task_id], quarantined, opts, why)
-                                     for u in pending)
+                                     for u in pending if recorded.get(u.unit_id, 0) < max(1, u.tries))
             for u in pending:
                 journal.give_up(u.unit_id, why or "no phone could run it")
         counts = journal.counts()
-        journal_exhausted = journal.exhausted(self.req.max_tries)
+        status, short = run_status(journal, self.req.max_tries)
         journal.close()
         from farm.lane_plugins import install as install_lane_plugins
         from farm.report.build import build
@@ -464,9 +492,13 @@ class Sweep:
         sources = summary_sources(run_dir)
 
         def change(m: mf.Manifest) -> None:
-            m.notes += notes + [f"quarantined {serial}: {'; '.join(why)}" for serial, why in quarantined.items()]
-            m.status = "interrupted" if interrupted else "finished"
-            m.finished_at = None if interrupted else mf.utc_now()
+            # A resume finds the same phones quarantined: a note already there is not written again.
+            told = notes + [f"quarantined {serial}: {'; '.join(why)}" for serial, why in quarantined.items()]
+            m.notes += [n for n in dict.fromkeys(told) if n not in m.notes]
+            # From the journal, not from how this process ended: units a lost phone left unfinished leave the run
+            # resumable (`interrupted`, exit 3) as a stop does.
+            m.status = status
+            m.finished_at = mf.utc_now() if status == "finished" else None
             # Named once, before the reports: they read re-judgements only from named files.
             lane = _android_lane(m)
             known = {(s.path, s.device) for s in lane.override_sources}
@@ -487,8 +519,7 @@ class Sweep:
         if interrupted:
             print(f"stopped: {counts['done']} units kept, {unfinished} not finished; "
                   f"resume with: {self.req.resume_command(run_id)}", file=sys.stderr, flush=True)
-        # Units that used every try are infrastructure errors (exit 5), not "left unfinished" (exit 3).
-        short = unfinished - journal_exhausted
+        # Units that used every try are infrastructure errors (exit 5), not "left unfinished" (exit 3): `run_status`.
         code = exit_status(unfinished=short, attempted=head.attempted, passed=head.passed, errors=head.errors,
                            fail_under=self.req.fail_under)
         phones = [PhoneRecords(serial, fleet.caption(serial), [r for r in records if r.device == serial])
@@ -520,9 +551,11 @@ class Sweep:
         ctx = Context(run=run_id, device=phone, split=self.req.agent.split, executor=self.req.executor,
                       execution=self._execution(opts), attempt=max(1, unit.tries),
                       categories={loaded.task.id: loaded.directory})
+        # It stands for the unit until a resume runs it: that try's record supersedes it (same attempt, a later
+        # line; or a higher attempt), and `reconcile` never takes it for the end of a try.
         return error_record(ctx, loaded.task.id, why, source="harness", partition=loaded.task.partition,
-                            expect=loaded.task.expect).model_copy(update={"repeat": unit.repeat,
-                                                                          "extra": {"unit": unit.unit_id}})
+                            expect=loaded.task.expect).model_copy(update={
+                                "repeat": unit.repeat, "extra": {"unit": unit.unit_id, PLACEHOLDER: True}})
 
 
 def _planned_units(tasks: list[LoadedTask], unit_tasks: list[str]) -> dict[str, JsonValue]:
@@ -565,14 +598,53 @@ def _phone_bars(bars: Progress, journal: Journal, fleet: Fleet, executor: str) -
             for serial, slot in sorted(fleet.slots.items(), key=lambda kv: kv[1].label)}
 
 
-def _request_json(req: SweepRequest) -> str:
-    return json.dumps({**req.identity_options(), "kind": req.kind, "all_phones": req.all_phones,
-                       "deadline_s": req.deadline_s, "label": req.label, "max_tries": req.max_tries,
-                       "quarantine_after": req.quarantine_after, "fail_under": req.fail_under}, sort_keys=True)
+def _recorded_attempts(run_dir: Path) -> dict[str, int]:
+    """The highest attempt recorded of each unit (by its journal id)."""
+    highest: dict[str, int] = {}
+    for rec in RunStore(run_dir).iter_records(ReadProblems()):
+        unit = rec.extra.get("unit")
+        if isinstance(unit, str):
+            highest[unit] = max(highest.get(unit, 0), rec.attempt)
+    return highest
+
+
+def _saved_request(run_dir: Path) -> str | None:
+    """The options a stopped run was started with, as JSON: its journal's, else (a start stopped before its journal
+    was written) its manifest's; None when neither holds any."""
+    saved = read_meta(run_dir).get("request")
+    if saved is not None:
+        return saved
+    lanes = mf.load(run_dir).lanes if mf.manifest_path(run_dir).is_file() else []
+    found = next((lane.detail["request"] for lane in lanes if lane.detail.get("request")), None)
+    return None if found is None else json.dumps(found, sort_keys=True)
+
+
+def _path(value: object) -> Path | None:
+    return Path(value) if isinstance(value, str) and value else None
+
+
+def _resume_config(text: str, given: Path | None) -> FarmConfig:
+    """The farm.yaml a resume reads: `--config` when given, else the one the stopped run read (the defaults when it
+    read none, whatever farm.yaml is in the working directory now); a run saved before its config was kept: the
+    default lookup."""
+    data = json.loads(text)
+    if given is not None or "config" not in data:
+        return load_config(given)
+    saved = _path(data["config"])
+    return load_config(saved) if saved is not None else FarmConfig()
+
+
+def resumed_config(run_dir: Path, given: Path | None) -> FarmConfig:
+    """The farm.yaml `--resume` of `run_dir` reads (see `_resume_config`): for what the command does around the
+    sweep (its notifiers) as the sweep itself does; `load_config(given)` when the run saved no options."""
+    saved = _saved_request(run_dir) if run_dir.is_dir() else None
+    return _resume_config(saved, given) if saved is not None else load_config(given)
 
 
 def _request_from(text: str, given: SweepRequest) -> SweepRequest:
-    """The stopped sweep's own options (a resume continues them; the command line only names the run)."""
+    """The stopped sweep's own options (a resume continues them; the command line only names the run). Paths, the
+    deadline, the watchdog and the threshold the command line gives win over the saved ones; saved paths are
+    absolute (a resume may run from another directory)."""
     data = json.loads(text)
     return SweepRequest(
         kind=data.get("kind", "sweep"), all_phones=data.get("all_phones", True),
@@ -582,10 +654,12 @@ def _request_from(text: str, given: SweepRequest) -> SweepRequest:
         host=HostSettings.model_validate(data["host"]) if data.get("host") else None,
         serials=list(data.get("serials") or []), label=data.get("label"), batch=int(data.get("batch") or 1),
         selection=TaskSelection.model_validate(data["selection"]) if data.get("selection") else None,
-        max_tries=data["max_tries"],
-        quarantine_after=data["quarantine_after"], fail_under=given.fail_under or data.get("fail_under"),
-        run_id=given.run_id, resume=True, tasks_dir=given.tasks_dir, runs_dir=given.runs_dir,
-        config=given.config, probes_dir=given.probes_dir, idle_timeout_s=given.idle_timeout_s,
+        max_tries=data["max_tries"], quarantine_after=data["quarantine_after"],
+        fail_under=given.fail_under if given.fail_under is not None else data.get("fail_under"),
+        run_id=given.run_id, resume=True, tasks_dir=given.tasks_dir or _path(data.get("tasks_dir")),
+        runs_dir=given.runs_dir, config=given.config or _path(data.get("config")),
+        probes_dir=given.probes_dir or _path(data.get("probes_dir")),
+        idle_timeout_s=given.idle_timeout_s if given.idle_timeout_s is not None else data.get("idle_timeout_s"),
         command=given.command, show_progress=given.show_progress, recheck_s=given.recheck_s,
         min_free_mb=given.min_free_mb,
     )
