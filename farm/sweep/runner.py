@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import errno
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -182,6 +183,8 @@ class Dispatcher:
         self.full: BaseException | None = None
         """The first full-disk error any worker (or the controller) met; dispatch stopped there."""
         self._full_lock = threading.Lock()
+        self.provider_stopped: str | None = None
+        """Why a model provider refused (quota, auth): dispatch stopped there, the units wait for --resume."""
 
     def run(self) -> None:
         """Start a worker per phone; re-admit quarantined phones that pass the gate; return when done (or, on a
@@ -195,6 +198,17 @@ class Dispatcher:
             # Workers still running finish their units' tries and stop; the caller writes the stop after them.
             for thread in list(self._threads.values()):
                 thread.join()
+
+    def _provider_stop(self, why: str) -> None:
+        """Stop dispatch once for a model provider's refusal (quota, auth): said at once, kept in the notes."""
+        with self._append_lock:
+            first = self.provider_stopped is None
+            if first:
+                self.provider_stopped = why
+                self.notes.append(f"stopped dispatch: {why}")
+        if first:
+            print(f"stopping dispatch: {why}; the units left are kept for --resume", file=sys.stderr, flush=True)
+        self.stop.set()
 
     def _disk_full(self, exc: BaseException) -> None:
         """Stop dispatch for a full disk: the first error is kept (the caller says it once), later ones are quiet."""
@@ -296,6 +310,15 @@ class Dispatcher:
         with self._append_lock:
             self.notes += [f"{slot.label}: pull refused {entry}" for entry in done.pull_refused]
             self.notes += [f"{slot.label}: scores line not taken: {why}" for why in done.rejected]
+        if done.stop_dispatch is not None:
+            self._provider_stop(done.stop_dispatch)
+            for lease, result in zip(batch, done.units, strict=True):
+                if result.infra:
+                    # The provider's refusal, not the phone's: no streak, no record; the unit waits for --resume.
+                    self.journal.interrupted(lease, done.stop_dispatch)
+                else:
+                    self._settle(lease, result, slot)
+            return False
         full = self._full_in(done.units, done.pull_refused)
         if full is not None:
             # The executor caught the ENOSPC itself (a tree it could not write): not the phone's failure nor the

@@ -53,6 +53,8 @@ class BatchResult:
     run)."""
     tree: Path
     """The batch's eval tree on the host."""
+    stop_dispatch: str | None = None
+    """Why dispatch must stop (a model provider refused: quota or auth), in one line; None to go on."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,7 @@ def run_units(
         outcome = ExecutorOutcome(unfinished=ids, infrastructure_error=text)
     results, rejected = score_units(leases, slot, tasks, outcome, raw, executor=executor.name, opts=opts,
                                     run_id=run_id, run_dir=run_dir, execution=execution)
-    return BatchResult(results, list(outcome.pull_refused), rejected, raw)
+    return BatchResult(results, list(outcome.pull_refused), rejected, raw, outcome.stop_dispatch)
 
 
 def score_units(

@@ -168,9 +168,6 @@ def test_the_preflight_refuses_a_used_up_quota_before_any_phone_is_touched(
         _executor(stub, "openai")
 
 
-@pytest.mark.xfail(strict=True, reason="farm/sweep does not read ExecutorOutcome.stop_dispatch yet: the sweep's "
-                   "dispatcher must stop dispatch, keep the stopped tries as `interrupted` (no infrastructure "
-                   "streak, no record) and leave the run `interrupted` for --resume; remove this mark then")
 def test_farm_run_stops_on_a_used_up_quota_and_resume_finishes_the_units(
     virtual_phone: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
