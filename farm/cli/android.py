@@ -196,7 +196,7 @@ def devices_cmd(
     from farm.config import load_config
 
     # The sweep's naming of one serial listed by two servers (`<serial>@<host:port>`), so both lists agree.
-    from farm.sweep.runner import _unique
+    from farm.sweep.runner import name_apart
 
     devices.local_port()
     cfg = load_config(config)
@@ -209,7 +209,7 @@ def devices_cmd(
     marked = [u for u in found.unreachable if _is_lost(u, seen)]
     for down in marked:
         print(lost_host_line(down, seen.get(down.address)), file=sys.stderr, flush=True)
-    phones = _unique(found.phones, [])
+    phones = name_apart(found.phones, [])
     if not phones:
         where = "any adb server that answered" if marked else "any adb server"
         raise FarmError(f"no phone found on {where}", hint=devices.NO_PHONE_HINT)

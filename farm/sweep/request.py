@@ -9,15 +9,19 @@ from typing import Literal
 from pydantic import JsonValue
 
 from farm.android.options import AgentOptions, HostSettings
-from farm.exits import EXIT_BELOW, EXIT_FAILED, EXIT_INFRA, EXIT_OK, EXIT_UNFINISHED
+from farm.exits import EXIT_BELOW, EXIT_FAILED, EXIT_HOST_LOST, EXIT_INFRA, EXIT_OK, EXIT_UNFINISHED
 from farm.sweep.plan import Spread
 from farm.taskset.select import TaskSelection
 
 
-def exit_status(*, unfinished: int, attempted: int, passed: int, errors: int, fail_under: float | None) -> int:
-    """The exit status of a finished run or sweep. The most urgent first: unfinished units (resume), then
-    infrastructure errors (fix the farm), then the pass rate below `--fail-under`, then agent failures. With
-    `--fail-under`, failures at or above the threshold are accepted; without it any failure is status 1."""
+def exit_status(*, unfinished: int, attempted: int, passed: int, errors: int, fail_under: float | None,
+                lost_hosts: int = 0) -> int:
+    """The exit status of a finished run or sweep. The most urgent first: a lost host (bring it back), then
+    unfinished units (resume), then infrastructure errors (fix the farm), then the pass rate below `--fail-under`,
+    then agent failures. With `--fail-under`, failures at or above the threshold are accepted; without it any
+    failure is status 1."""
+    if lost_hosts:
+        return EXIT_HOST_LOST
     if unfinished:
         return EXIT_UNFINISHED
     if errors:

@@ -56,6 +56,8 @@ class Fleet:
     healths: list[health.PhoneHealth] = field(default_factory=list)
     unreachable: list[str] = field(default_factory=list)
     """adb servers that did not answer (`host:port: why`)."""
+    lost: list[devices.UnreachableServer] = field(default_factory=list)
+    """The lost hosts: servers farm.yaml lists that did not answer."""
     duplicates: list[str] = field(default_factory=list)
     """Serials listed by more than one adb server, and what was made of them (one phone, or several named apart)."""
 
@@ -81,7 +83,7 @@ def hardware_id(phone: devices.FoundPhone) -> str | None:
     return ident or None
 
 
-def _unique(
+def name_apart(
     found: list[devices.FoundPhone], notes: list[str],
     identity: Callable[[devices.FoundPhone], str | None] = hardware_id,
 ) -> list[devices.FoundPhone]:
@@ -108,12 +110,6 @@ def _unique(
     return out
 
 
-def named_phones(cfg: FarmConfig) -> list[devices.FoundPhone]:
-    """Every phone on every adb server, with the serial a run gives it (`<serial>@<host:port>` for different phones
-    that two servers list under one serial)."""
-    return _unique(devices.discover(cfg), [])
-
-
 def gather_fleet(
     cfg: FarmConfig, req: SweepRequest, opts: RunOptions, tasks: list[LoadedTask], run_id: str,
     only: set[str] | None = None,
@@ -122,7 +118,11 @@ def gather_fleet(
     fleet = Fleet()
     # A developer's run stops at a listed server that does not answer; a sweep (or a re-check) goes on without it.
     strict = req.kind == "run" and only is None
-    found = _unique(devices.discover(cfg, unreachable=None if strict else fleet.unreachable), fleet.duplicates)
+    discovery = devices.discover_all(cfg)
+    if strict:
+        discovery.require_all()
+    fleet.lost, fleet.unreachable = discovery.lost, discovery.lost_notes()
+    found = name_apart(discovery.phones, fleet.duplicates)
     if only is not None:
         found = [p for p in found if p.serial in only]
     elif req.kind == "run":

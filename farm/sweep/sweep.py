@@ -270,6 +270,7 @@ class Sweep:
         if req.kind == "sweep":
             _say(req, f"sweep {run_id}: discovering phones")
         fleet = gather_fleet(self.cfg, req, opts, tasks, run_id)
+        self._say_lost(fleet)
         if not fleet.slots:
             why = [left_out(h) for h in fleet.healths if not h.ok] + fleet.unreachable
             raise FarmError(f"no healthy phone on any adb server ({'; '.join(why) or 'none found'})",
@@ -353,8 +354,12 @@ class Sweep:
                 )
             opts = self._opts()
             fleet = gather_fleet(self.cfg, self.req, opts, tasks, run_id)
+            self._say_lost(fleet)
             if not fleet.slots:
                 raise FarmError(f"{run_id}: no healthy phone to resume on", hint="see `farm devices`; nothing changed")
+            if fleet.unreachable:
+                mf.update(run_dir, lambda m: m.notes.extend(
+                    n for n in (f"adb server unreachable: {u}" for u in fleet.unreachable) if n not in m.notes))
             kept = reconcile(journal, run_dir)
             collected = collect_leased(journal, run_dir, fleet, executor=self.req.executor, opts=opts,
                                        run_id=run_id, execution=self._execution(opts), limits=self.cfg.pull)
@@ -521,12 +526,26 @@ class Sweep:
                   f"resume with: {self.req.resume_command(run_id)}", file=sys.stderr, flush=True)
         # Units that used every try are infrastructure errors (exit 5), not "left unfinished" (exit 3): `run_status`.
         code = exit_status(unfinished=short, attempted=head.attempted, passed=head.passed, errors=head.errors,
-                           fail_under=self.req.fail_under)
+                           fail_under=self.req.fail_under,
+                           # A stop (Ctrl-C, SIGTERM, a full disk, a provider's refusal) says 3 whatever else held.
+                           lost_hosts=0 if interrupted else len(fleet.lost))
         phones = [PhoneRecords(serial, fleet.caption(serial), [r for r in records if r.device == serial])
                   for serial, slot in sorted(fleet.slots.items(), key=lambda kv: kv[1].label)]
         return SweepResult(run_id, run_dir, counts, interrupted, code, reports, quarantined, notes, rate, links,
                            phones, [h for h in fleet.healths if not h.ok],
                            headline_text(built.data.overall, hidden_holdout=built.data.hidden_holdout_attempts))
+
+    def _say_lost(self, fleet: Fleet) -> None:
+        """One line per lost host, at once and even with --quiet: the host and the phones it had on its last run."""
+        from farm.android.adb_hosts import last_seen, lost_host_line
+
+        if not fleet.lost:
+            return
+        addresses = [u.address for u in fleet.lost]
+        seen = last_seen(self.runs_dir, addresses, label=self.req.label)
+        seen |= last_seen(self.runs_dir, [a for a in addresses if a not in seen])
+        for u in fleet.lost:
+            print(lost_host_line(u, seen.get(u.address)), file=sys.stderr, flush=True)
 
     def _history(self, run_id: str) -> list[Path]:
         """`farm history` for this sweep's label, up to this night (its paths; none when it cannot be made)."""

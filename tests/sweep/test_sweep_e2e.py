@@ -257,7 +257,7 @@ def test_a_phone_listed_by_two_adb_servers_runs_once(virtual_farm, tmp_path: Pat
 def test_one_serial_naming_different_phones_on_two_servers_keeps_both_apart() -> None:
     from farm.android.devices import FoundPhone
     from farm.config import AdbServer
-    from farm.sweep.runner import _unique
+    from farm.sweep.runner import name_apart
 
     def listing(port: int) -> FoundPhone:
         return FoundPhone("emulator-5554", AdbServer(host="10.0.0.1", port=port), "device", None)  # type: ignore[arg-type]
@@ -265,14 +265,14 @@ def test_one_serial_naming_different_phones_on_two_servers_keeps_both_apart() ->
     a, b, c = listing(5037), listing(5038), listing(5039)
     same = {5037: "SIMA id-a", 5038: "SIMB id-b", 5039: "SIMA id-a"}
     notes: list[str] = []
-    phones = _unique([a, b], notes, identity=lambda p: same[p.server.port])
+    phones = name_apart([a, b], notes, identity=lambda p: same[p.server.port])
     assert [(p.serial, p.on_server) for p in phones] == [
         ("emulator-5554@10.0.0.1:5037", "emulator-5554"), ("emulator-5554@10.0.0.1:5038", "emulator-5554")]
     assert notes == ["emulator-5554: different phones on 10.0.0.1:5037, 10.0.0.1:5038; named "
                      "emulator-5554@10.0.0.1:5037, emulator-5554@10.0.0.1:5038"]
     # The same hardware behind two servers is one phone; a phone that cannot be asked is never merged.
-    assert [p.serial for p in _unique([a, c], [], identity=lambda p: same[p.server.port])] == ["emulator-5554"]
-    assert len(_unique([a, c], [], identity=lambda p: None)) == 2
+    assert [p.serial for p in name_apart([a, c], [], identity=lambda p: same[p.server.port])] == ["emulator-5554"]
+    assert len(name_apart([a, c], [], identity=lambda p: None)) == 2
 
 
 def test_a_phone_whose_link_drops_by_its_fault_option_loses_no_unit(virtual_farm, tmp_path: Path) -> None:

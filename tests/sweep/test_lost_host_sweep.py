@@ -1,0 +1,50 @@
+"""A lost farm host is loud: the sweep names it (and the phones it had last night) at once, runs the phones that
+answered, and exits with the distinct status for lost infrastructure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from farm import manifest as mf
+from farm.exits import EXIT_HOST_LOST
+from farm.sim.launcher import free_port
+from farm.sweep.sweep import sweep
+from tests.helpers.sweep import scripted_tasks, sweep_request
+
+
+def test_a_listed_adb_server_that_does_not_answer_is_named_and_the_sweep_exits_host_lost(
+    virtual_farm, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (phone,) = virtual_farm(1)
+    dead = f"127.0.0.1:{free_port()}"
+    config = tmp_path / "farm.yaml"
+    config.write_text(f"adb_servers:\n  - {{host: 127.0.0.1, port: {dead.rsplit(':', 1)[1]}}}\n", encoding="utf-8")
+    tasks = scripted_tasks(tmp_path / "tasks", ("read/system/calculator-multiply",))
+    result = sweep(sweep_request(tmp_path, tasks, run_id="n1", label="nightly", config=config))
+    assert result.exit_code == EXIT_HOST_LOST
+    err = capsys.readouterr().err
+    (line,) = [ln for ln in err.splitlines() if ln.startswith(f"adb server {dead} unreachable")]
+    assert "connection refused" in line
+    # The phones that answered ran: the night has its numbers, short of the lost host.
+    assert phone.serial in [p.serial for p in result.phones]
+    assert any(n.startswith(f"adb server unreachable: {dead}") for n in mf.load(result.run_dir).notes)
+
+
+def test_the_lost_hosts_line_names_the_phones_it_had_on_the_last_night(
+    virtual_farm, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (phone,) = virtual_farm(1)
+    dead = f"127.0.0.1:{free_port()}"
+    runs = tmp_path / "runs" / "n0"
+    runs.mkdir(parents=True)
+    last = mf.Manifest(run_id="n0", created_at="2026-12-06T01:00:00Z", label="nightly", status="finished",
+                       phones=[mf.PhoneEntry(serial="bench-7", adb_server=dead, name="Bench 7")])
+    mf.save(runs, last)
+    config = tmp_path / "farm.yaml"
+    config.write_text(f"adb_servers:\n  - {{host: 127.0.0.1, port: {dead.rsplit(':', 1)[1]}}}\n", encoding="utf-8")
+    tasks = scripted_tasks(tmp_path / "tasks", ("read/system/calculator-multiply",))
+    sweep(sweep_request(tmp_path, tasks, run_id="n1", label="nightly", config=config))
+    (line,) = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith(f"adb server {dead} unreachable")]
+    assert "phones it had on the last run (n0): Bench 7 (bench-7)" in line
