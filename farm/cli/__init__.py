@@ -32,7 +32,8 @@ _EXIT_HELP = (
     "sweep) every unit finished, some failed; 2 bad input (one line on stderr naming the flag, file, field or "
     "device and the fix), no healthy phone, no adb server, a model key refused or an endpoint that does not "
     "answer; 3 (run, sweep) units left unfinished; 4 (run, sweep) pass rate below --fail-under; 5 (run, sweep) "
-    "infrastructure errors after every try; 70 internal error (one line naming the log file with the traceback, "
+    "infrastructure errors after every try; 6 (run, sweep) a listed adb server (a farm host) lost; 70 internal "
+    "error (one line naming the log file with the traceback, "
     f"under ${LOG_DIR_ENV}, else $XDG_STATE_HOME/agent-farm/logs or ~/.local/state/agent-farm/logs); 130 "
     "interrupted."
 )

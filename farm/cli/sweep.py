@@ -22,8 +22,9 @@ _HELP = (
     "choose within it.\n\n"
     "Exit status: 0 every unit finished and passed (or the rate reached --fail-under); 1 some failed; 3 units "
     "were left unfinished (phones lost or quarantined, or the sweep was stopped: resume it); 4 the pass rate is "
-    "below --fail-under; 5 infrastructure errors after every try; 2 bad input, no healthy phone, a changed "
-    "code/task/config on resume, or another sweep holds the farm's lock.\n\n"
+    "below --fail-under; 5 infrastructure errors after every try; 6 a listed adb server (a farm host) did not "
+    "answer (its line on stderr names it and the phones it had); 2 bad input, no healthy phone, too little free "
+    "space, a changed code/task/config on resume, or another sweep holds the farm's lock.\n\n"
     "After every sweep, farm.yaml's notify: section (a command, an http(s) URL) receives the run's headline JSON; "
     "a notifier that fails is logged and never changes the exit status."
 )
