@@ -17,7 +17,7 @@ import pytest
 
 from farm import manifest as mf
 from farm.errors import FarmError
-from farm.exits import EXIT_OK, EXIT_UNFINISHED
+from farm.exits import EXIT_HOST_LOST, EXIT_OK, EXIT_UNFINISHED
 from farm.report.headline import latest_attempts, read_headline
 from farm.results import duck
 from farm.results.normalise import Context, error_record
@@ -162,8 +162,8 @@ def test_resumes_without_the_lost_phones_add_no_line_again_and_leave_the_run_int
         written = path.read_bytes()
         for _ in range(2):
             again = sweep(sweep_request(tmp_path, tasks, config=cfg, run_id="gone", resume=True))
-            # Nothing ran: nothing is written again, the run stays resumable and says why with exit 3.
-            assert again.exit_code == EXIT_UNFINISHED, again.counts
+            # Nothing ran: nothing is written again, the run stays resumable and says why: its host is still lost.
+            assert again.exit_code == EXIT_HOST_LOST, again.counts
             assert path.read_bytes() == written
             manifest = mf.load(again.run_dir)
             assert manifest.status == "interrupted" and manifest.finished_at is None
