@@ -39,7 +39,7 @@ from farm.android.progress import PhoneProgress, make_progress, record_line, say
 from farm.config import FarmConfig, config_file, load_config
 from farm.disk_space import DiskFull, SpaceReserve, check_free_space, floor_bytes, is_disk_full
 from farm.errors import FarmError
-from farm.names import check_name
+from farm.names import MAX_NAME, check_name
 from farm.redact import REDACTED, redact
 from farm.results.normalise import Context, error_record
 from farm.results.record import Execution, Record
@@ -104,7 +104,9 @@ def _default_run_id(req: SweepRequest, tasks: list[LoadedTask]) -> str:
     """A sweep: `<yyyymmdd-hhmmss>-<label>`; a run: `<yyyymmdd-hhmm>-<split>-<short hash>`."""
     now = dt.datetime.now(dt.UTC)
     if req.kind == "sweep":
-        return f"{now:%Y%m%d-%H%M%S}-{req.label or 'sweep'}"
+        stamp = f"{now:%Y%m%d-%H%M%S}-"
+        # A label may use every character a name may: the id keeps within the bound by cutting the label's end.
+        return stamp + (req.label or "sweep")[:MAX_NAME - len(stamp)].rstrip(".")
     digest = hashlib.sha256(f"{time.time_ns()}:{','.join(t.sha256 for t in tasks)}".encode()).hexdigest()[:6]
     return f"{now:%Y%m%d-%H%M}-{req.agent.split}-{digest}"
 

@@ -56,3 +56,17 @@ def test_history_estimates_are_medians_per_model_and_per_task(tmp_path) -> None:
     est = history_estimates([run])
     assert est.by_model == {("t1", "Pixel 7"): 200.0, ("t1", "Pixel 8"): 1000.0}
     assert est.by_task == {"t1": 300.0}
+
+
+def test_a_sweeps_generated_run_id_keeps_within_the_name_bound_whatever_the_label() -> None:
+    from farm.names import MAX_NAME, check_name
+    from farm.sweep.request import SweepRequest
+    from farm.sweep.sweep import _default_run_id
+
+    ids = {label: _default_run_id(SweepRequest(label=label), []) for label in
+           ("n" * MAX_NAME, "a" * 83 + "." + "b" * 16, "nightly")}
+    for run_id in ids.values():
+        check_name(run_id, "--run-id")  # a refused name raises
+    assert len(ids["n" * MAX_NAME]) == MAX_NAME
+    assert ids["a" * 83 + "." + "b" * 16].endswith("-" + "a" * 83)  # cut, and no trailing dot
+    assert ids["nightly"].endswith("-nightly")
