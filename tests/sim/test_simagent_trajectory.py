@@ -20,18 +20,13 @@ from farm.results.store import read_records
 from farm.sim.profile import default_profile
 from farm.sweep.dev_run import run, run_request
 from farm.view.trajectory import read_steps
+from tests.helpers.app_tasks import ALARM_ASK, CALC_ADD
 from tests.helpers.records import write_tasks
 
 AGENT_FILES = "/sdcard/Android/data/dev.agentfarm.simagent/files"
 TASKS: list[tuple[str, dict[str, Any]]] = [
-    ("read/content", {"id": "calc-add", "goal": "用手机自带的计算器算 2+3,告诉我结果", "apps": ["{app:calculator}"],
-                      "category": "read", "partition": "tune", "requires": ["app:calculator"], "expect": "succeeded",
-                      "checks": [{"type": "answer_contains", "text": "5"}]}),
-    ("write", {"id": "alarm-ask", "goal": "帮我定个闹钟,标签写 AF-{run}-a", "apps": ["{app:alarm}"],
-               "category": "write", "partition": "tune", "requires": ["app:alarm"], "expect": "succeeded",
-               "marker": "AF-{run}-a", "answers": {"几点|什么时间": "早上7点"},
-               "checks": [{"type": "asked_user"},
-                          {"type": "screen_has", "marker": True, "packageName": "{app:alarm}"}]}),
+    CALC_ADD,
+    ALARM_ASK,
     ("irreversible", {"id": "send-self", "goal": "给文件传输助手发一条消息:测试", "apps": ["dev.agentfarm.messenger"],
                       "category": "irreversible", "partition": "tune", "expect": "confirmation",
                       "requires": ["installed:dev.agentfarm.messenger", "signedIn:dev.agentfarm.messenger"],

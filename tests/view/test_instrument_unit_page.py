@@ -21,18 +21,13 @@ from farm.sweep.dev_run import run, run_request
 from farm.view.server import ViewServer
 from farm.view.tap_marks import ImageSize, image_size
 from farm.view.units import unit_key
+from tests.helpers.app_tasks import ALARM_ASK, CALC_ADD
 from tests.helpers.records import write_tasks
 
 RUN = "r-app"
 TASKS: list[tuple[str, dict[str, Any]]] = [
-    ("read/content", {"id": "calc-add", "goal": "用手机自带的计算器算 2+3,告诉我结果", "apps": ["{app:calculator}"],
-                      "category": "read", "partition": "tune", "requires": ["app:calculator"], "expect": "succeeded",
-                      "checks": [{"type": "answer_contains", "text": "5"}]}),
-    ("write", {"id": "alarm-ask", "goal": "帮我定个闹钟,标签写 AF-{run}-a", "apps": ["{app:alarm}"],
-               "category": "write", "partition": "tune", "requires": ["app:alarm"], "expect": "succeeded",
-               "marker": "AF-{run}-a", "answers": {"几点|什么时间": "早上7点"},
-               "checks": [{"type": "asked_user"},
-                          {"type": "screen_has", "marker": True, "packageName": "{app:alarm}"}]}),
+    CALC_ADD,
+    ALARM_ASK,
 ]
 HOSTILE = '</pre><script>document.title="pwned"</script><img src=x onerror="document.title=\'pwned\'">'
 OUTSIDE = {"x": 5000, "y": 200}
