@@ -23,6 +23,7 @@ from pydantic import (
 from farm.android import pull_limits
 from farm.disk_space import FREE_SPACE_FLOOR_MB
 from farm.errors import FarmError
+from farm.leases import LeaseSettings
 from farm.llm.model_config import LLMConfig
 from farm.results.query_limits import (
     DEFAULT_MAX_ROWS,
@@ -38,6 +39,11 @@ from farm.yaml_strict import strict_load
 DEFAULT_CONFIG_NAME = "farm.yaml"
 MAX_CONFIG_BYTES = 1 << 20
 """Largest farm.yaml read (1 MiB): a configuration is a page of text, not a data set."""
+DEFAULT_STALL_S = 20.0
+"""`stall_s` unless farm.yaml says: a link that carried nothing for this long is taken for stalled (a healthy phone
+answers within a second; the app's own silence has `idle_timeout_s`)."""
+MAX_STALL_S = 600.0
+"""Longest `stall_s` accepted (ten minutes): past that a stall costs what the issue it prevents cost."""
 MAX_SECONDS = 7 * 24 * 3600
 """Longest watchdog accepted (a week)."""
 MAX_MB = 1 << 20
@@ -287,6 +293,10 @@ class FarmConfig(BaseModel):
     """Bounds of `farm query`."""
     idle_timeout_s: float = Field(default=600, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
     """Default no-output watchdog per phone (seconds, at most a week)."""
+    stall_s: float = Field(default=DEFAULT_STALL_S, gt=0, le=MAX_STALL_S, allow_inf_nan=False)
+    """Seconds a phone's link may carry nothing before it counts as stalled (at most 600): a pull that receives no
+    byte, or a phone that does not answer a liveness check while its app is silent, for this long ends the try as an
+    infrastructure error (tried again). The app's own silence is bounded by `idle_timeout_s`, not by this."""
     runs_dir: PathText = "runs"
     """Where run directories go."""
     tasks_dir: PathText = "tasks"
@@ -295,6 +305,8 @@ class FarmConfig(BaseModel):
     """Free space (MB) a sweep or run needs on its runs directory's filesystem to start (0: no floor)."""
     notify: NotifyConfig | None = None
     """Where `farm sweep` sends its result after every sweep (a command, a URL); none by default."""
+    leases: LeaseSettings = Field(default_factory=LeaseSettings)
+    """Per-phone leases (`farm.leases`): where they live, shared by every controller of these phones."""
 
     @field_validator("llm")
     @classmethod

@@ -29,7 +29,8 @@ EXIT_INTERRUPTED = 130
 MEANINGS: dict[int, str] = {
     EXIT_OK: "every unit finished and passed (or the pass rate reached --fail-under)",
     EXIT_FAILED: "every unit finished, some failed",
-    EXIT_BAD_INPUT: "did not run: bad input, no healthy phone, too little free space, or another sweep holds the farm",
+    EXIT_BAD_INPUT: "did not run: bad input, no healthy phone, too little free space, another sweep holds the farm, "
+                    "or another run holds the phone",
     EXIT_UNFINISHED: "units left unfinished (phones lost or quarantined, a full disk, or a stop): resume the run",
     EXIT_BELOW: "the pass rate is below --fail-under",
     EXIT_INFRA: "infrastructure errors after every try",

@@ -3,12 +3,14 @@ server asked, answered or not."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from farm.android.health import PhoneHealth
+from farm.leases import PhoneLease, dead_because
 
 if TYPE_CHECKING:
     from farm.android.adb_hosts import LastSeen
@@ -45,6 +47,54 @@ class DeviceRow(BaseModel):
     """Free storage in MB; null when unknown."""
     agent_version: str | None
     """The instrument profile's agent app version; null when not installed or not checked."""
+    lease: LeaseRow | None = None
+    """Who holds the phone now (`farm.leases`); null when it is free."""
+
+
+class LeaseRow(BaseModel):
+    """A phone's lease as `farm devices` shows it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["sweep", "run"]
+    """What holds it: a sweep, or a developer's run."""
+    run_id: str
+    """The holder's run."""
+    label: str | None
+    """The holder's label (a sweep's `nightly`)."""
+    pid: int
+    """The holder's process, on `hostname`."""
+    hostname: str
+    """Where the holder runs."""
+    user: str
+    """Who runs it."""
+    since: str
+    """ISO-8601 UTC time it took the phone."""
+    heartbeat_age_s: float
+    """Seconds since the holder's last heartbeat."""
+    dead: str | None
+    """Why the holder counts as dead, so the next run takes the phone over (no heartbeat, process gone); null
+    while it is alive."""
+
+    def words(self) -> str:
+        """`sweep n1 (pid 12 on ctl)`, and `— holder dead: …` when it is."""
+        said = f"{self.kind} {self.run_id} (pid {self.pid} on {self.hostname})"
+        return said + (f" — holder dead: {self.dead}" if self.dead else "")
+
+
+def lease_rows(healths: Sequence[PhoneHealth], leases: Sequence[PhoneLease], stale_s: float) -> dict[str, LeaseRow]:
+    """Serial → the lease of each phone that has one."""
+    rows: dict[str, LeaseRow] = {}
+    for h in healths:
+        for lease in leases:
+            if lease.server == h.server and h.serial in (lease.phone, f"{lease.phone}@{lease.server}"):
+                holder = lease.holder
+                rows[h.serial] = LeaseRow(
+                    kind=holder.kind, run_id=holder.run_id, label=holder.label, pid=holder.pid,
+                    hostname=holder.hostname, user=holder.user, since=lease.acquired_at,
+                    heartbeat_age_s=round(max(0.0, time.time() - lease.heartbeat), 1),
+                    dead=dead_because(lease, stale_s))
+    return rows
 
 
 class ServerRow(BaseModel):
@@ -81,13 +131,15 @@ class DeviceListing(BaseModel):
 
 
 def device_listing(healths: Sequence[PhoneHealth], discovery: Discovery | None = None,
-                   seen: Mapping[str, LastSeen] | None = None) -> DeviceListing:
+                   seen: Mapping[str, LastSeen] | None = None,
+                   leases: Mapping[str, LeaseRow] | None = None) -> DeviceListing:
     """The listing of what the gate found; with `discovery`, every server asked too (`seen`: the phones each
-    unreachable one had on the last run, from `farm.android.adb_hosts.last_seen`)."""
+    unreachable one had on the last run, from `farm.android.adb_hosts.last_seen`; `leases`: `lease_rows`)."""
     rows = [
         DeviceRow(name=h.name or h.serial, serial=h.serial, server=h.server, state=h.state,
                   health="ok" if h.ok else "left out", reason=h.reason, model=h.model, android=h.android,
-                  battery=h.battery, charging=h.charging, free_mb=h.free_mb, agent_version=h.agent_version)
+                  battery=h.battery, charging=h.charging, free_mb=h.free_mb, agent_version=h.agent_version,
+                  lease=(leases or {}).get(h.serial))
         for h in healths
     ]
     if discovery is None:

@@ -58,6 +58,8 @@ def run(
                                   help="Tries of a task after infrastructure failures."),
     fail_under: af.FailUnder = None,
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
+    wait: bool = typer.Option(False, "--wait", help="A phone another run or sweep holds: wait until it is free "
+                                                    "(default: refuse, naming the holder)."),
     sets: sel.SetNames = None,
     keyword: sel.Keyword = None,
     exclude: sel.Exclude = None,
@@ -92,11 +94,12 @@ def run(
     --exclude and --only-failed-from choose within it. Each task's record is written the moment it is
     scored; a task whose phone failed for an infrastructure reason is tried again (--max-tries). Ctrl-C or
     SIGTERM starts no new task, lets running ones finish, writes the reports and says how to continue
-    (--resume RUN).
+    (--resume RUN). The run leases its phones: one that a sweep or another run holds is refused with the
+    holder named, or waited for with --wait (`farm devices` shows every lease).
 
     Exit status: 0 every task finished and passed (or the rate reached --fail-under); 1 some failed;
     3 tasks were left unfinished (stopped, phone lost, deadline); 4 the pass rate is below --fail-under;
-    5 infrastructure errors after every try; 2 bad input or no healthy phone.
+    5 infrastructure errors after every try; 2 bad input, no healthy phone, or the phone is leased.
     """
     import sys
 
@@ -141,7 +144,7 @@ def run(
         executor=af.executor_name(executor), run_id=resume or run_id, resume=resume is not None,
         tasks_dir=tasks_dir, runs_dir=runs_dir, config=config, idle_timeout_s=idle_timeout, deadline_s=deadline,
         batch=batch, max_tries=max_tries, fail_under=fail_under, command=["farm", *sys.argv[1:]],
-        show_progress=not quiet, host=host, selection=request_selection,
+        show_progress=not quiet, host=host, selection=request_selection, wait=wait,
     )
     print_summary(run_lane(req))
 
@@ -183,7 +186,8 @@ def devices_cmd(
     """List phones on every adb server with their health verdict.
 
     An adb server farm.yaml lists that does not answer gets one line on stderr, with the phones it had on the
-    last run (from the runs directory); the other servers' phones are listed. Exit status: 0 when at least one
+    last run (from the runs directory); the other servers' phones are listed. The lease column names the run or
+    sweep holding each phone (`farm.leases`), and says when that holder is dead. Exit status: 0 when at least one
     adb server answered; 2 when none did (one line naming each), no phone was found, or bad input.
     """
     import sys
@@ -215,7 +219,11 @@ def devices_cmd(
         raise FarmError(f"no phone found on {where}", hint=devices.NO_PHONE_HINT)
     healths = [health.check(phone, cfg.health, prof) for phone in phones]
     health.name_phones(healths, cfg.phone_labels)
-    listing = device_listing(healths, found, seen)
+    from farm.android.device_listing import lease_rows
+    from farm.leases import leases_dir, list_leases
+
+    held = lease_rows(healths, list_leases(leases_dir(cfg.leases)), cfg.leases.stale_s)
+    listing = device_listing(healths, found, seen, held)
     if as_json:
         print(listing.model_dump_json(indent=2))
         return
@@ -223,8 +231,9 @@ def devices_cmd(
     for d in listing.devices:
         battery = "" if d.battery is None else f"{d.battery}%" + (" ⚡" if d.charging else "")
         rows.append([d.name, d.serial, d.server, d.model or "", d.android or "", battery, d.state, d.health,
-                     d.reason or ""])
-    print_table(("phone", "serial", "adb server", "model", "Android", "battery", "state", "health", "reason"), rows)
+                     d.reason or "", d.lease.words() if d.lease else "free"])
+    print_table(("phone", "serial", "adb server", "model", "Android", "battery", "state", "health", "reason",
+                 "lease"), rows)
 
 
 def _is_lost(down: UnreachableServer, seen: Mapping[str, LastSeen]) -> bool:

@@ -218,6 +218,18 @@ class Journal:
             return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
 
     # -- phones ------------------------------------------------------------------------------
+    def add_units(self, units: Iterable[PlannedUnit]) -> int:
+        """Queue units planned after the start (a phone that joined when its lease was free); a unit already in
+        the journal is kept as it is. Returns how many were new."""
+        with self._tx() as db:
+            before = db.total_changes
+            db.executemany(
+                "INSERT OR IGNORE INTO units (unit_id, task_id, pin, repeat, priority, est_ms, state) "
+                "VALUES (?, ?, ?, ?, ?, ?, 'pending')",
+                [(u.unit_id, u.task_id, u.pin, u.repeat, u.priority, u.est_ms) for u in units],
+            )
+            return db.total_changes - before
+
     def add_phone(self, serial: str, server: str, model: str | None) -> None:
         """Register (or re-admit) a phone as active; its failure streak starts again."""
         with self._tx() as db:

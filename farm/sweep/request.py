@@ -97,6 +97,8 @@ class SweepRequest:
     """The command line, recorded in the manifest."""
     show_progress: bool = True
     """A sweep prints a line per finished unit, a run draws a progress bar per phone."""
+    wait: bool = False
+    """`farm run --wait`: a phone another run or sweep holds (`farm.leases`) is waited for, not refused."""
     min_free_mb: float | None = None
     """Free-space floor of the runs directory's filesystem below which the sweep does not start (exit 2); null =
     farm.yaml `min_free_mb`, else `farm.disk_space.FREE_SPACE_FLOOR_MB`."""

@@ -33,16 +33,20 @@ from farm.android.prepare import PhoneFacts, Resolver, installed_packages, prepa
 from farm.config import FarmConfig
 from farm.disk_space import NEARLY_FULL_BYTES, free_bytes, is_disk_full, says_disk_full
 from farm.errors import FarmError
+from farm.leases import Leases, PhoneKey, Taken
 from farm.phone_name import caption
 from farm.results.record import Execution, Record
 from farm.results.store import RunStore
 from farm.sweep.journal import Journal, Lease
+from farm.sweep.phone_leases import BusyPhone, lease_phones, phone_key
 from farm.sweep.plan import PhonePlan
 from farm.sweep.request import SweepRequest
 from farm.sweep.unit_run import PhoneSlot, UnitResult, run_units
 from farm.taskset.loader import LoadedTask
 from farm.taskset.probes import load_catalogue
 
+PICK_UP_S = 2.0
+"""How often the phones another holder had are looked at (a lease file read each; a gate once one is free)."""
 WAIT_S = 0.2
 """How often an idle worker looks again while a unit it may take is held back for another phone."""
 
@@ -60,6 +64,12 @@ class Fleet:
     """The lost hosts: servers farm.yaml lists that did not answer."""
     duplicates: list[str] = field(default_factory=list)
     """Serials listed by more than one adb server, and what was made of them (one phone, or several named apart)."""
+    busy: list[BusyPhone] = field(default_factory=list)
+    """Phones another run or sweep holds (`farm.leases`): not touched; taken up once free."""
+    took_over: list[str] = field(default_factory=list)
+    """Leases of dead holders this run took over, one line each."""
+    keys: dict[str, PhoneKey] = field(default_factory=dict)
+    """Serial → the lease key of each phone in `slots`."""
 
     def caption(self, serial: str) -> str:
         """`<name> (<serial> on <adb server>)`: the phone as the per-phone lines and progress bars show it."""
@@ -112,9 +122,10 @@ def name_apart(
 
 def gather_fleet(
     cfg: FarmConfig, req: SweepRequest, opts: RunOptions, tasks: list[LoadedTask], run_id: str,
-    only: set[str] | None = None,
+    only: set[str] | None = None, leases: Leases | None = None,
 ) -> Fleet:
-    """Discover phones on every adb server, gate their health, resolve every task on the healthy ones."""
+    """Discover phones on every adb server, lease them (`leases`: a phone another holder has is left alone),
+    gate their health, resolve every task on the healthy ones. A leased phone left out is let go again."""
     fleet = Fleet()
     # A developer's run stops at a listed server that does not answer; a sweep (or a re-check) goes on without it.
     strict = req.kind == "run" and only is None
@@ -130,6 +141,11 @@ def gather_fleet(
         found = devices.select(found, req.serials, req.all_phones)
     elif req.serials:
         found = [p for p in found if p.serial in req.serials]
+    if leases is not None:
+        # A developer who named the phone (or has only one) is told who has it; a sweep or --all goes on without it.
+        refuse = strict and (bool(req.serials) or not req.all_phones)
+        found, fleet.busy, fleet.took_over = lease_phones(found, leases, refuse=refuse, wait=strict and req.wait,
+                                                          say=lambda t: print(t, file=sys.stderr, flush=True))
     gate = opts.profile if req.executor == "instrument" else None
     with ThreadPoolExecutor(max_workers=max(1, min(16, len(found)))) as pool:
         fleet.healths = list(pool.map(lambda p: health.check(p, cfg.health, gate), found))
@@ -160,6 +176,11 @@ def gather_fleet(
             if got is not None:
                 fleet.slots[got[0].serial] = got[0]
                 fleet.plans.append(got[1])
+    for phone in found:
+        if phone.serial in fleet.slots:
+            fleet.keys[phone.serial] = phone_key(phone)
+        elif leases is not None:
+            leases.release(phone_key(phone))  # left out: not driven, so not held
     return fleet
 
 
@@ -170,6 +191,7 @@ class Dispatcher:
         self, journal: Journal, fleet: Fleet, executor: Executor, opts: RunOptions, *, run_id: str, run_dir: Path,
         execution: Execution, req: SweepRequest, refresh: Callable[[set[str]], Fleet], stop: threading.Event,
         on_record: Callable[[Record], None] = lambda _r: None, sinks: dict[str, ProgressSink] | None = None,
+        leases: Leases | None = None, join: Callable[[Fleet], None] = lambda _f: None,
     ) -> None:
         self.journal, self.fleet, self.executor, self.opts = journal, fleet, executor, opts
         self.run_id, self.run_dir, self.execution, self.req = run_id, run_dir, execution, req
@@ -185,6 +207,11 @@ class Dispatcher:
         self._full_lock = threading.Lock()
         self.provider_stopped: str | None = None
         """Why a model provider refused (quota, auth): dispatch stopped there, the units wait for --resume."""
+        self.leases = leases
+        """The phones this run holds: a worker that ends lets its phone go; a busy phone is taken once free."""
+        self.join = join
+        """Called with the phones taken up during the run, before their workers start (plans their units)."""
+        self._last_pick = time.monotonic()
 
     def run(self) -> None:
         """Start a worker per phone; re-admit quarantined phones that pass the gate; return when done (or, on a
@@ -231,6 +258,9 @@ class Dispatcher:
             if time.monotonic() - last_check > self.req.recheck_s:
                 last_check = time.monotonic()
                 self._readmit()
+            if time.monotonic() - self._last_pick > min(PICK_UP_S, self.req.recheck_s):
+                self._last_pick = time.monotonic()
+                self._pick_up()
             time.sleep(WAIT_S)
 
     def _start(self, serial: str) -> None:
@@ -250,10 +280,37 @@ class Dispatcher:
             known = self.fleet.slots.get(serial)
             # Keep the name the phone had (a name two phones would share is made apart over the whole fleet).
             self.fleet.slots[serial] = replace(slot, label=known.label) if known else slot
+            self.fleet.keys.update(back.keys)
             self.journal.add_phone(serial, "", None)
             self.notes.append(f"{self.fleet.slots[serial].label}: re-admitted after a health check")
             self._start(serial)
         return bool(back.slots)
+
+    def _pick_up(self) -> None:
+        """Take up the phones another holder had once their leases are free: lease, gate, plan (`join`), start."""
+        if self.leases is None or not self.fleet.busy or self.stop.is_set() or self.opts.past_deadline():
+            return
+        free = {b.serial for b in self.fleet.busy if isinstance(self.leases.take(b.busy.key), Taken)}
+        if not free:
+            return
+        back = self.refresh(free)
+        self.fleet.busy = [b for b in self.fleet.busy if b.serial not in free] + back.busy
+        for h in back.healths:
+            if not h.ok:
+                self.notes.append(f"{h.serial}: free of its lease but left out ({h.reason})")
+        if not back.slots:
+            return
+        self.fleet.healths += [h for h in back.healths if h.serial in back.slots]
+        self.fleet.plans += back.plans
+        self.fleet.slots.update(back.slots)
+        self.fleet.keys.update(back.keys)
+        self.join(back)
+        for serial, slot in back.slots.items():
+            self.journal.add_phone(serial, "", next((p.model for p in back.plans if p.serial == serial), None))
+            self.notes.append(f"{slot.label}: joined once its lease was free")
+            print(f"{self.fleet.caption(serial)}: free now; the {self.req.kind} uses it", file=sys.stderr,
+                  flush=True)
+            self._start(serial)
 
     def _alive(self, serial: str) -> bool:
         thread = self._threads.get(serial)
@@ -276,6 +333,11 @@ class Dispatcher:
                 raise
             # Whatever this worker held stays leased in the journal (the resume takes it up); no thread error.
             self._disk_full(exc)
+        finally:
+            key = self.fleet.keys.get(serial)
+            if self.leases is not None and key is not None:
+                # Done with the phone (or it was quarantined): another run may have it; a re-admission leases again.
+                self.leases.release(key)
 
     def _work(self, serial: str) -> None:
         slot = self.fleet.slots[serial]

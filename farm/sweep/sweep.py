@@ -39,6 +39,7 @@ from farm.android.progress import PhoneProgress, make_progress, record_line, say
 from farm.config import FarmConfig, config_file, load_config
 from farm.disk_space import DiskFull, SpaceReserve, check_free_space, floor_bytes, is_disk_full
 from farm.errors import FarmError
+from farm.leases import Leases, leases_dir, this_holder
 from farm.names import MAX_NAME, check_name
 from farm.redact import REDACTED, redact
 from farm.results.normalise import Context, error_record
@@ -48,7 +49,7 @@ from farm.signals import stop_on_signals
 from farm.sweep.identity import sweep_identity
 from farm.sweep.journal import Journal, UnitRow, is_complete, read_meta, run_status
 from farm.sweep.lock import farm_lock, lock_path
-from farm.sweep.plan import history_estimates, plan_units
+from farm.sweep.plan import Estimates, history_estimates, plan_units
 from farm.sweep.request import SweepRequest, exit_status
 from farm.sweep.resume_collect import PLACEHOLDER, STOPPED, collect_leased, reconcile
 from farm.sweep.runner import Dispatcher, Fleet, gather_fleet
@@ -127,6 +128,8 @@ class Sweep:
         self.reserve: SpaceReserve | None = None
         self.full_stop: DiskFull | None = None
         """The one full-disk stop of this sweep, once it happened."""
+        self.leases: Leases | None = None
+        """The phones this sweep holds (released when it ends, however it ends)."""
 
     # -- entry points ------------------------------------------------------------------------------
     def run(self) -> SweepResult:
@@ -141,6 +144,15 @@ class Sweep:
         finally:
             if self.reserve is not None:
                 self.reserve.release()
+            if self.leases is not None:
+                self.leases.close()
+
+    def _leases(self, run_id: str) -> Leases:
+        """This sweep's phone leases (`farm.leases`), made the first time a phone is looked for."""
+        if self.leases is None:
+            holder = this_holder(self.req.kind, run_id, self.req.label, self.req.command or None)
+            self.leases = Leases(leases_dir(self.cfg.leases), holder, self.cfg.leases)
+        return self.leases
 
     def _run(self) -> SweepResult:
         req = self.req
@@ -271,10 +283,12 @@ class Sweep:
         req, opts = self.req, self._opts()
         if req.kind == "sweep":
             _say(req, f"sweep {run_id}: discovering phones")
-        fleet = gather_fleet(self.cfg, req, opts, tasks, run_id)
+        fleet = gather_fleet(self.cfg, req, opts, tasks, run_id, leases=self._leases(run_id))
         self._say_lost(fleet)
+        self._say_busy(fleet)
         if not fleet.slots:
-            why = [left_out(h) for h in fleet.healths if not h.ok] + fleet.unreachable
+            why = ([left_out(h) for h in fleet.healths if not h.ok] + fleet.unreachable
+                   + [b.line() for b in fleet.busy])
             raise FarmError(f"no healthy phone on any adb server ({'; '.join(why) or 'none found'})",
                             hint="see `farm devices`; nothing was started")
         earlier = [d for d in self.runs_dir.iterdir() if is_run_dir(d)] if self.runs_dir.is_dir() else []
@@ -289,7 +303,7 @@ class Sweep:
             tasks=[mf.TaskEntry(id=t.task.id, sha256=t.sha256) for t in tasks],
             phones=_phone_entries(fleet),
             notes=[f"adb server unreachable: {u}" for u in fleet.unreachable] + fleet.duplicates
-            + ([set_wide] if set_wide else []),
+            + ([set_wide] if set_wide else []) + _lease_notes(fleet),
         )
         saved = self._request_json()
         entry = mf.LaneEntry(lane="android", outputs=[RECORDS_FILE], detail={
@@ -355,13 +369,17 @@ class Sweep:
                     hint=f"start a new run that reuses its finished units: --retry-from {run_id} --run NEW",
                 )
             opts = self._opts()
-            fleet = gather_fleet(self.cfg, self.req, opts, tasks, run_id)
+            fleet = gather_fleet(self.cfg, self.req, opts, tasks, run_id, leases=self._leases(run_id))
             self._say_lost(fleet)
+            self._say_busy(fleet)
             if not fleet.slots:
-                raise FarmError(f"{run_id}: no healthy phone to resume on", hint="see `farm devices`; nothing changed")
-            if fleet.unreachable:
+                busy = "".join(f"; {b.line()}" for b in fleet.busy)
+                raise FarmError(f"{run_id}: no healthy phone to resume on{busy}",
+                                hint="see `farm devices`; nothing changed")
+            if fleet.unreachable or fleet.busy or fleet.took_over:
                 mf.update(run_dir, lambda m: m.notes.extend(
-                    n for n in (f"adb server unreachable: {u}" for u in fleet.unreachable) if n not in m.notes))
+                    n for n in [f"adb server unreachable: {u}" for u in fleet.unreachable] + _lease_notes(fleet)
+                    if n not in m.notes))
             kept = reconcile(journal, run_dir)
             collected = collect_leased(journal, run_dir, fleet, executor=self.req.executor, opts=opts,
                                        run_id=run_id, execution=self._execution(opts), limits=self.cfg.pull)
@@ -440,7 +458,7 @@ class Sweep:
                                   fleet.slots[rec.device].label if rec.device in fleet.slots else rec.device))
 
         def refresh(serials: set[str]) -> Fleet:
-            return gather_fleet(self.cfg, req, opts, tasks, run_id, only=serials)
+            return gather_fleet(self.cfg, req, opts, tasks, run_id, only=serials, leases=self._leases(run_id))
 
         def stopping(name: str) -> None:
             # Said even with --quiet: the user asked for the stop and needs the way back.
@@ -450,7 +468,8 @@ class Sweep:
         sinks = _phone_bars(bars, journal, fleet, executor.name) if bars is not None else {}
         dispatcher = Dispatcher(journal, fleet, executor, opts, run_id=run_id, run_dir=run_dir,
                                 execution=self._execution(opts), req=req, refresh=refresh, stop=self.stop,
-                                on_record=on_record, sinks=sinks)
+                                on_record=on_record, sinks=sinks, leases=self.leases,
+                                join=lambda back: self._join(journal, run_dir, run_id, tasks, back, opts))
         # Space in hand for the writes of a stop, should the disk fill while units run (released in `run`).
         self.reserve = SpaceReserve.hold(run_dir)
         if bars is not None:
@@ -466,6 +485,34 @@ class Sweep:
             # A worker met the full disk: nothing more is written but the stop (`_full_disk_stop`).
             raise dispatcher.full
         return self._finish(journal, run_dir, run_id, tasks, opts, dispatcher.notes, fleet)
+
+    def _join(
+        self, journal: Journal, run_dir: Path, run_id: str, tasks: list[LoadedTask], back: Fleet, opts: RunOptions,
+    ) -> None:
+        """Phones taken up during the run: in the manifest; with `every-phone`, each runs every task it can, so
+        their units (and skips) are planned now and counted in the headline's denominator."""
+        joined = [h for h in back.healths if h.serial in back.slots]
+        units, skips = (plan_units([t.task.id for t in tasks], back.plans, spread="every-phone",
+                                   repeats=self.req.repeats, estimates=Estimates())
+                        if self.req.spread == "every-phone" else ([], []))
+        by_id = {t.task.id: t for t in tasks}
+        RunStore(run_dir).append_new(skip_record(self._skip_context(run_id, s.device, opts), by_id[s.task_id],
+                                                 s.reason, repeat=s.repeat) for s in skips)
+        journal.add_units(units)
+        more = _planned_units(tasks, [u.task_id for u in units] + [s.task_id for s in skips])
+
+        def change(m: mf.Manifest) -> None:
+            known = {p.serial for p in m.phones}
+            m.phones += [e for e in _phone_entries(Fleet(healths=joined)) if e.serial not in known]
+            lane = _android_lane(m)
+            plan = lane.detail.get("planned_units")
+            counts = dict(plan) if isinstance(plan, dict) else {}
+            for part, n in more.items():
+                before = counts.get(part)
+                counts[part] = (before if isinstance(before, int) else 0) + (n if isinstance(n, int) else 0)
+            lane.detail["planned_units"] = dict(counts)
+
+        mf.update(run_dir, change)
 
     def _finish(
         self, journal: Journal, run_dir: Path, run_id: str, tasks: list[LoadedTask], opts: RunOptions,
@@ -537,6 +584,13 @@ class Sweep:
                            phones, [h for h in fleet.healths if not h.ok],
                            headline_text(built.data.overall, hidden_holdout=built.data.hidden_holdout_attempts))
 
+    def _say_busy(self, fleet: Fleet) -> None:
+        """One line per phone another run holds (it joins when free) and per dead holder's lease taken over."""
+        for busy in fleet.busy:
+            print(f"{busy.line()}; going on without it, it joins when free", file=sys.stderr, flush=True)
+        for line in fleet.took_over:
+            print(line, file=sys.stderr, flush=True)
+
     def _say_lost(self, fleet: Fleet) -> None:
         """One line per lost host, at once and even with --quiet: the host and the phones it had on its last run."""
         from farm.android.adb_hosts import last_seen, lost_host_line
@@ -584,6 +638,11 @@ def _planned_units(tasks: list[LoadedTask], unit_tasks: list[str]) -> dict[str, 
     partition = {t.task.id: t.task.partition or "tune" for t in tasks}
     counts = Counter(partition[task_id] for task_id in unit_tasks)
     return {str(part): n for part, n in counts.items()}
+
+
+def _lease_notes(fleet: Fleet) -> list[str]:
+    """The manifest's notes on leases: phones held by others at the start, dead holders' leases taken over."""
+    return [f"{b.line()} at the start" for b in fleet.busy] + fleet.took_over
 
 
 def _android_lane(manifest: mf.Manifest) -> mf.LaneEntry:
@@ -682,7 +741,7 @@ def _request_from(text: str, given: SweepRequest) -> SweepRequest:
         probes_dir=given.probes_dir or _path(data.get("probes_dir")),
         idle_timeout_s=given.idle_timeout_s if given.idle_timeout_s is not None else data.get("idle_timeout_s"),
         command=given.command, show_progress=given.show_progress, recheck_s=given.recheck_s,
-        min_free_mb=given.min_free_mb,
+        min_free_mb=given.min_free_mb, wait=given.wait,
     )
 
 

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import os
+import time
 from pathlib import Path
 
 from farm.android.device_listing import DeviceListing
@@ -136,3 +137,35 @@ def test_devices_json_names_each_phone_with_its_adb_server_and_a_farm_yaml_label
     assert rows[other.serial] == (f"Pixel 7 · {other.serial.rpartition(':')[2]}", f"127.0.0.1:{port}")
     table = farm(tmp_path, "devices", ANDROID_ADB_SERVER_PORT=port).stdout
     assert "Bench A" in table and f"127.0.0.1:{port}" in table
+
+
+def test_devices_shows_each_phones_lease_and_a_dead_holder(virtual_farm: FarmFactory, tmp_path: Path) -> None:
+    from farm.leases import Leases, PhoneKey, this_holder
+
+    held, free = virtual_farm(2)
+    port = os.environ["ANDROID_ADB_SERVER_PORT"]
+    leases_dir = tmp_path / "leases"
+    night = Leases(leases_dir, this_holder("sweep", "n1", "nightly"))
+    night.take(PhoneKey(held.serial, f"127.0.0.1:{port}"))
+    try:
+        proc = farm(tmp_path, "devices", "--json", ANDROID_ADB_SERVER_PORT=port, FARM_LEASES_DIR=str(leases_dir))
+        assert proc.returncode == 0, proc.stderr
+        listing = DeviceListing.model_validate(strict_json(proc.stdout))
+        rows = {d.serial: d for d in listing.devices}
+        lease = rows[held.serial].lease
+        assert lease is not None and (lease.kind, lease.run_id, lease.label, lease.pid) == (
+            "sweep", "n1", "nightly", os.getpid())
+        assert lease.dead is None
+        assert rows[free.serial].lease is None
+        table = farm(tmp_path, "devices", ANDROID_ADB_SERVER_PORT=port, FARM_LEASES_DIR=str(leases_dir),
+                     COLUMNS="250").stdout
+        assert f"sweep n1 (pid {os.getpid()} on " in table and "free" in table
+        # A holder silent past `stale_s` is shown dead: the next run takes the phone over.
+        (tmp_path / "farm.yaml").write_text("leases: {stale_s: 0.001}\n", encoding="utf-8")
+        time.sleep(0.05)
+        late = DeviceListing.model_validate(strict_json(farm(
+            tmp_path, "devices", "--json", ANDROID_ADB_SERVER_PORT=port, FARM_LEASES_DIR=str(leases_dir)).stdout))
+        dead = next(d.lease for d in late.devices if d.serial == held.serial)
+        assert dead is not None and dead.dead is not None and dead.dead.startswith("no heartbeat for")
+    finally:
+        night.close()
