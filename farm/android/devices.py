@@ -217,24 +217,28 @@ def in_words(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def ask_server(server: AdbServer, *, listed: bool) -> tuple[list[FoundPhone], UnreachableServer | None]:
+    """The phones one adb server lists, or why it did not answer (`listed`: farm.yaml lists it)."""
+    from adbutils import AdbClient, AdbError
+
+    client = AdbClient(host=server.host, port=server.port, socket_timeout=ANSWER_TIMEOUT_S)
+    try:
+        found = client.list()
+    except (AdbError, OSError) as exc:
+        return [], UnreachableServer(server, in_words(exc), str(exc) or type(exc).__name__, listed)
+    return [FoundPhone(info.serial, server, info.state, client) for info in found], None
+
+
 def discover_all(cfg: FarmConfig) -> Discovery:
     """Ask every adb server (the local one and those farm.yaml lists) for its phones, all at once, and say which
     did not answer. Never raises for a server that does not answer (the caller decides what that means); a bad
     ANDROID_ADB_SERVER_PORT is a FarmError. No adb server is ever started."""
-    from adbutils import AdbClient, AdbError
-
     forbid_adb_autostart()
     asked = servers(cfg)
     configured = {s.address() for s in cfg.adb_servers}
 
     def ask(server: AdbServer) -> tuple[list[FoundPhone], UnreachableServer | None]:
-        client = AdbClient(host=server.host, port=server.port, socket_timeout=ANSWER_TIMEOUT_S)
-        try:
-            listed = client.list()
-        except (AdbError, OSError) as exc:
-            return [], UnreachableServer(server, in_words(exc), str(exc) or type(exc).__name__,
-                                         server.address() in configured)
-        return [FoundPhone(info.serial, server, info.state, client) for info in listed], None
+        return ask_server(server, listed=server.address() in configured)
 
     # In parallel: a host that drops connections costs its timeout once, not once per server after it.
     with ThreadPoolExecutor(max_workers=max(1, min(16, len(asked)))) as pool:

@@ -212,6 +212,7 @@ class Dispatcher:
         self.join = join
         """Called with the phones taken up during the run, before their workers start (plans their units)."""
         self._last_pick = time.monotonic()
+        self._hosts_asked: set[str] = set()
 
     def run(self) -> None:
         """Start a worker per phone; re-admit quarantined phones that pass the gate; return when done (or, on a
@@ -236,6 +237,37 @@ class Dispatcher:
         if first:
             print(f"stopping dispatch: {why}; the units left are kept for --resume", file=sys.stderr, flush=True)
         self.stop.set()
+
+    def _check_host(self, serial: str) -> None:
+        """After a phone's try failed for the infrastructure: is its adb server still there? A server that stopped
+        answering during the run is a lost host, said at once in one line naming it and this run's phones on it,
+        noted for the report, and the run's exit status says so (`farm.exits.EXIT_HOST_LOST`)."""
+        from farm.config import AdbServer
+
+        key = self.fleet.keys.get(serial)
+        if key is None:
+            return
+        address = key.server
+        with self._append_lock:
+            # Asked once at a time per server, and never again once it is lost.
+            if address in self._hosts_asked or any(u.address == address for u in self.fleet.lost):
+                return
+            self._hosts_asked.add(address)
+        try:
+            host, _, port = address.rpartition(":")
+            _phones, down = devices.ask_server(AdbServer(host=host, port=int(port)), listed=True)
+        finally:
+            with self._append_lock:
+                self._hosts_asked.discard(address)
+        if down is None:
+            return
+        with self._append_lock:
+            self.fleet.lost.append(down)
+            self.notes.append(f"adb server unreachable: {address}: {' '.join(down.detail.split())[:120]} "
+                              "(lost during the run)")
+        had = ", ".join(self.fleet.caption(s) for s, k in self.fleet.keys.items() if k.server == address)
+        print(f"adb server {address} unreachable during the run: {down.error} — its phones in this run: {had}",
+              file=sys.stderr, flush=True)
 
     def _disk_full(self, exc: BaseException) -> None:
         """Stop dispatch for a full disk: the first error is kept (the caller says it once), later ones are quiet."""
@@ -387,6 +419,8 @@ class Dispatcher:
             # agent's, so no try of this batch is recorded; it stays leased for the resume.
             self._disk_full(full)
             return False
+        if any(r.infra for r in done.units):
+            self._check_host(slot.serial)
         alive = True
         for lease, result in zip(batch, done.units, strict=True):
             if result.infra and self.full is not None:

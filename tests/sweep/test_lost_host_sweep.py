@@ -48,3 +48,47 @@ def test_the_lost_hosts_line_names_the_phones_it_had_on_the_last_night(
     sweep(sweep_request(tmp_path, tasks, run_id="n1", label="nightly", config=config))
     (line,) = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith(f"adb server {dead} unreachable")]
     assert "phones it had on the last run (n0): Bench 7 (bench-7)" in line
+
+
+def test_a_host_lost_during_the_sweep_is_said_at_once_noted_and_exits_host_lost(
+    virtual_farm, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import threading
+    import time
+
+    from farm.android.devices import local_port
+    from farm.sim.launcher import kill_adb_server, start_adb_server
+    from tests.helpers.sweep import farm_yaml, phones_on
+
+    (here,) = virtual_farm(1)
+    port = free_port()
+    start_adb_server(port)
+    try:
+        with phones_on(port, 1) as (there,):
+            config = farm_yaml(tmp_path / "farm.yaml", local_port(), port)
+            tasks = scripted_tasks(tmp_path / "tasks", ("read/system/calculator-multiply",
+                                                        "read/system/settings-android-version"))
+            records = tmp_path / "runs" / "n1" / "records.jsonl"
+
+            def kill_once_a_record_is_written() -> None:
+                end = time.monotonic() + 120
+                while time.monotonic() < end and not (records.is_file() and records.stat().st_size):
+                    time.sleep(0.02)
+                kill_adb_server(port)
+
+            killer = threading.Thread(target=kill_once_a_record_is_written)
+            killer.start()
+            result = sweep(sweep_request(tmp_path, tasks, run_id="n1", label="nightly", config=config, repeats=6,
+                                         max_tries=2, quarantine_after=2))
+            killer.join()
+    finally:
+        kill_adb_server(port)
+    assert result.exit_code == EXIT_HOST_LOST
+    lost = f"127.0.0.1:{port}"
+    (line,) = [ln for ln in capsys.readouterr().err.splitlines()
+               if ln.startswith(f"adb server {lost} unreachable during the run: ")]
+    assert there.serial in line and here.serial not in line
+    assert any(n.startswith(f"adb server unreachable: {lost}") and n.endswith("(lost during the run)")
+               for n in mf.load(result.run_dir).notes)
+    # The phone whose host answered ran its every unit.
+    assert result.counts["done"] >= 12
