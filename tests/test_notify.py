@@ -292,7 +292,7 @@ def test_the_payload_is_the_runs_headline_and_the_labels_regressions(tmp_path: P
     assert payload.exit_meaning == "every unit finished, some failed"
     assert payload.regressions.model_dump() == {"compared_with": "n1", "count": 2, "listed": ["a on Bench 1"]}
     assert [h.model_dump() for h in payload.lost_hosts] == [{"server": "farm-host-2:5037",
-                                                             "reason": "Connection refused"}]
+                                                             "reason": "Connection refused", "phones": []}]
     assert [q.model_dump() for q in payload.quarantined] == [
         {"phone": "Bench 1", "reason": "adb: device offline; adb: closed"}]
     assert [q.model_dump() for q in payload.left_out] == [{"phone": "Pixel 8 · SER-C", "reason": "battery 5%"}]

@@ -8,12 +8,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from farm import manifest as mf
+from farm.errors import FarmError
 from farm.manifest import utc_now
 from farm.phone_name import PhoneId, from_manifests
 from farm.report import glance_data
 from farm.report.compare import comparison
 from farm.report.compare_sides import overall_row
 from farm.report.headline import INITIAL_SQL, LOGIN_SQL, holdout_counted, rate_row
+from farm.report.lost_hosts import LostHost, lost_hosts
 from farm.report.model import (
     CountRow,
     DisagreementRow,
@@ -358,6 +361,7 @@ def aggregate(
     )
     notes = run_notes(run_dirs, labels)
     data.notes, data.notes_total = notes[:LIST_CAP], len(notes)
+    data.lost_hosts = _lost_hosts(run_dirs)[:LIST_CAP]
     agg = Aggregation(
         con=con, labels=labels, data=data, run_dirs=run_dirs, ordered=source.ordered,
         scan_ordered=source.ordered and not fin.join,
@@ -415,6 +419,17 @@ def _unserial(text: str, labels: dict[str, str]) -> str:
         if serial != labels[serial]:
             text = text.replace(serial, labels[serial]).replace(serial.replace(":", "_"), labels[serial])
     return text
+
+
+def _lost_hosts(run_dirs: Sequence[Path]) -> list[LostHost]:
+    """Each run's lost farm hosts (a run without a readable manifest has none to say)."""
+    out: list[LostHost] = []
+    for run_dir in run_dirs:
+        try:
+            out += lost_hosts(mf.load(run_dir))
+        except (FarmError, OSError):
+            continue
+    return out
 
 
 def run_notes(run_dirs: Sequence[Path], labels: dict[str, str]) -> list[str]:

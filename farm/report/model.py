@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from farm.report.glance import Grid, Timeline
 from farm.report.lanes import LaneSection
+from farm.report.lost_hosts import LostHost
 from farm.report.paired import Comparison
 from farm.report.rate import RateRow as RateRow  # re-exported: every surface imports it from here
 
@@ -348,6 +349,9 @@ class ReportData(_M):
     """Phones found but not used, with the reason: the numbers do not cover them."""
     phones: list[PhoneRow] = Field(default_factory=list)
     """Every phone of the runs (used or left out, or only named by records), by name: where each is."""
+    lost_hosts: list[LostHost] = Field(default_factory=list)
+    """Farm hosts (adb servers) a run lost, at the start or midway, with its phones there
+    (`farm.report.lost_hosts`): shown under the headline, since the numbers leave those phones out."""
     notes: list[str] = Field(default_factory=list)
     """The runs' own notes (quarantines, refused pull entries, unreachable adb servers…), serials replaced by
     device labels (first rows)."""

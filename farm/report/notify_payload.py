@@ -17,11 +17,10 @@ from farm import manifest as mf
 from farm.errors import FarmError
 from farm.exits import EXIT_BAD_INPUT, MEANINGS
 from farm.report.headline import read_headline
+from farm.report.lost_hosts import LostHost, lost_hosts
 from farm.report.rate import RateRow
 
 PAYLOAD_FORMAT: Literal[1] = 1
-UNREACHABLE_NOTE = "adb server unreachable: "
-"""How a sweep's manifest notes an adb server that did not answer (`farm.sweep.sweep`): `<prefix>host:port: why`."""
 EXIT_MEANINGS = MEANINGS
 """What each exit status of `farm sweep` means (`farm.exits.MEANINGS`; deploy/README.md says what to do)."""
 
@@ -54,15 +53,6 @@ class Regressions(_M):
     history could not be read: `Payload.notes` says which)."""
     listed: list[str]
     """The first regressions, `task on phone` (`task [instance i] on phone` for an instanced task)."""
-
-
-class LostHost(_M):
-    """An adb server in farm.yaml that did not answer when the sweep looked for phones."""
-
-    server: str
-    """`host:port` as farm.yaml lists it."""
-    reason: str
-    """What the connection said (bounded)."""
 
 
 class LeftOut(_M):
@@ -147,15 +137,6 @@ def _regressions(runs_dir: Path, run: str, label: str | None, *, counted: bool, 
     return Regressions(compared_with=history.previous, count=len(history.regressions), listed=names)
 
 
-def _lost_hosts(manifest: mf.Manifest) -> list[LostHost]:
-    out = []
-    for note in manifest.notes:
-        if note.startswith(UNREACHABLE_NOTE):
-            server, _, reason = note.removeprefix(UNREACHABLE_NOTE).partition(": ")
-            out.append(LostHost(server=server, reason=reason))
-    return out
-
-
 def sweep_payload(
     run_dir: Path, *, exit_status: int, reports: Sequence[Path] = (), history: Sequence[Path] = (),
     quarantined: Mapping[str, Sequence[str]] | None = None, interrupted: bool = False, regressions_listed: int = 10,
@@ -178,7 +159,7 @@ def sweep_payload(
             hidden_holdout_units=written.hidden_holdout_units),
         regressions=_regressions(run_dir.parent, manifest.run_id, manifest.label, counted=not interrupted,
                                  listed=regressions_listed, notes=notes),
-        lost_hosts=_lost_hosts(manifest),
+        lost_hosts=lost_hosts(manifest),
         quarantined=[LeftOut(phone=names.get(serial, serial), reason="; ".join(why))
                      for serial, why in sorted((quarantined or {}).items())],
         left_out=[LeftOut(phone=p.name or p.serial, reason=p.reason or "") for p in manifest.phones

@@ -92,3 +92,17 @@ def test_a_host_lost_during_the_sweep_is_said_at_once_noted_and_exits_host_lost(
                for n in mf.load(result.run_dir).notes)
     # The phone whose host answered ran its every unit.
     assert result.counts["done"] >= 12
+    # The report says it under its headline, with the lost phone by name; the notification carries the same list.
+    from farm.report.lost_hosts import lost_hosts
+    from farm.report.notify_payload import sweep_payload
+
+    (host,) = lost_hosts(mf.load(result.run_dir))
+    assert host.server == lost and len(host.phones) == 1
+    for report in ("report.md", "report.html"):
+        import html
+        import re
+
+        # Markdown escapes its punctuation, HTML its entities: what a reader sees is the same line.
+        text = html.unescape(re.sub(r"\\(.)", r"\1", (result.run_dir / report).read_text(encoding="utf-8")))
+        assert f"Infrastructure lost: {host.words()}" in text.replace("**", "")
+    assert sweep_payload(result.run_dir, exit_status=result.exit_code).lost_hosts == [host]
