@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,6 +14,7 @@ from rich.markup import escape
 from farm.cli import agent_flags as af
 
 if TYPE_CHECKING:
+    from farm.cli.paths import DirSetting
     from web_bench.paired.results import WebRun
 
 web_app = typer.Typer(
@@ -47,6 +50,7 @@ def serve(port: int = typer.Option(8765, "--port", metavar="PORT",
 
 @web_app.command("run")
 def run(
+    ctx: typer.Context,
     tasks: str = typer.Option("", "--tasks", metavar="NAMES",
                               help="Web task names, comma-separated (default: all six)."),
     seeds: str = typer.Option("1-5", "--seeds", metavar="SEEDS", help="Seeds, e.g. 1-5 or 1,4,9."),
@@ -80,6 +84,9 @@ def run(
     ),
     chromium: str | None = typer.Option(None, "--chromium", metavar="FILE",
                                         help="Chromium executable (default /usr/bin/chromium)."),
+    resume: bool = typer.Option(False, "--resume",
+                                help="Continue the stopped run --run RUN with its stored plan: the runs never "
+                                     "started or ended by an infrastructure error run again."),
 ) -> None:
     """Run tasks × seeds × trials on every backend, pair by pair; append one JSON line per run, then rebuild the
     run's report (runs/<run>/report.*), which counts them beside the run's other lanes."""
@@ -94,6 +101,15 @@ def run(
     output, out_flag = either(out, output_alias, "--out", "--output")
     run_id, run_flag = either(run_name, run_id_alias, "--run", "--run-id")
     serial, _ = either(device, serial_alias, "--device", "--serial")
+    if resume:
+        given = {name for name in _PLAN_FLAGS if _given(ctx, name)}
+        _resume(
+            run_id, run_flag, given=given, tasks=tasks, seeds=seeds, trials=trials, backends=backends,
+            timeout_ms=timeout_ms, policy=policy, choice=(provider, model, reasoning_effort), output=output,
+            out_flag=out_flag, smoke=smoke, virtual_phone=virtual_phone, dry_run=dry_run, runs_dir=runs_dir,
+            config=config, serial=serial, chromium=chromium,
+        )
+        return
     # Every value is checked here, before a dry run prints a plan it could not run.
     if policy not in ("model", "scripted"):
         raise FarmError(f"--policy: unknown policy {policy[:40]!r}", hint="use model or scripted")
@@ -125,18 +141,114 @@ def run(
     results_dir = output.parent if output is not None else root / rid / "web"
     check_output_dir(results_dir, out_flag if output is not None else found.what())
 
-    def show(run: WebRun) -> None:
-        why = escape(run.error or run.validation.detail)
-        mark = "[green]ok[/]" if run.success else f"[red]FAIL[/] {run.status} {why}"
-        console.print(f"{run.pair_id:<28} {run.backend:<15} {run.timings.completion_ms:>9.0f} ms  {mark}")
-
     results, report = run_lane(
         matrix, run_id=rid, runs_dir=root, output=output, policy_kind="model" if policy == "model" else "scripted",
         choice=ModelChoice(provider=provider, model=model, reasoning_effort=reasoning_effort),
-        timeout_ms=timeout_ms, chromium=chromium, serial=serial, virtual_phone=virtual_phone, on_run=show,
+        timeout_ms=timeout_ms, chromium=chromium, serial=serial, virtual_phone=virtual_phone, on_run=_show,
+        smoke=smoke, resume_hint=_resume_hint(rid, found, config, serial, chromium),
     )
     console.print(f"results: {results}\nreport:  {report}", markup=False)
     print_current_report(root / rid)
+
+
+def _show(run: WebRun) -> None:
+    why = escape(run.error or run.validation.detail)
+    mark = "[green]ok[/]" if run.success else f"[red]FAIL[/] {run.status} {why}"
+    console.print(f"{run.pair_id:<28} {run.backend:<15} {run.timings.completion_ms:>9.0f} ms  {mark}")
+
+
+_PLAN_FLAGS = ("tasks", "seeds", "trials", "backends", "timeout_ms", "policy", "provider", "model",
+               "reasoning_effort", "smoke", "virtual_phone", "out", "output_alias")
+"""The parameters that make a run's plan: with --resume each must be left out or agree with the stored plan."""
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    # By name: typer ships its own copy of click, whose ParameterSource is not click's.
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+
+
+def _resume_hint(rid: str, found: DirSetting, config: Path | None, serial: str | None, chromium: str | None) -> str:
+    """The command that continues run `rid` from here: the runs directory and machine settings as given now."""
+    words = ["farm", "web", "run", "--run", rid, "--resume"]
+    if found.source == "flag":
+        words += ["--runs-dir", str(found.value)]
+    elif found.source == "farm.yaml" and config is not None:
+        words += ["--config", str(config)]
+    for flag, value in (("--device", serial), ("--chromium", chromium)):
+        if value is not None:
+            words += [flag, value]
+    return shlex.join(words)
+
+
+def _resume(
+    run_id: str | None, run_flag: str, *, given: set[str], tasks: str, seeds: str, trials: int, backends: str,
+    timeout_ms: int, policy: str, choice: tuple[str | None, str | None, str | None], output: Path | None,
+    out_flag: str, smoke: bool, virtual_phone: bool, dry_run: bool, runs_dir: Path | None, config: Path | None,
+    serial: str | None, chromium: str | None,
+) -> None:
+    """`farm web run --run RUN --resume`: the stored plan's runs still to go, into the same results file."""
+    from farm.cli.current_report import print_current_report
+    from farm.cli.paths import check_output_dir, runs_dir_setting
+    from farm.errors import FarmError
+    from farm.names import check_name
+    from web_bench.paired.lane import find_resumable, resume_lane
+    from web_bench.paired.matrix import parse_backends, parse_seeds, parse_tasks
+
+    if run_id is None:
+        raise FarmError("--resume: no run named", hint="pass the run to continue: farm web run --run RUN --resume")
+    check_name(run_id, run_flag)
+    found = runs_dir_setting(runs_dir, config)
+    resumable = find_resumable(found.value, run_id)
+    stored = resumable.plan
+    # Each plan flag given again must say what the run started with: one run, one plan.
+    vp = virtual_phone if "virtual_phone" in given else stored.virtual_phone
+    checks: list[tuple[str, str, Callable[[], object], object, str]] = [
+        ("tasks", "--tasks", lambda: parse_tasks(tasks), stored.tasks, ",".join(stored.tasks)),
+        ("smoke", "--smoke", lambda: smoke, stored.smoke, "--smoke" if stored.smoke else "no --smoke"),
+        ("seeds", "--seeds", lambda: parse_seeds(seeds)[:1] if stored.smoke else parse_seeds(seeds),
+         parse_seeds(stored.seeds), stored.seeds),
+        ("trials", "--trials", lambda: 1 if stored.smoke else trials, stored.trials, str(stored.trials)),
+        ("backends", "--backends", lambda: parse_backends(backends or _default_backends(vp)), stored.backends,
+         ",".join(stored.backends)),
+        ("virtual_phone", "--virtual-phone", lambda: virtual_phone, stored.virtual_phone,
+         "--virtual-phone" if stored.virtual_phone else "no --virtual-phone"),
+        ("timeout_ms", "--timeout-ms", lambda: timeout_ms, stored.timeout_ms, str(stored.timeout_ms)),
+        ("policy", "--policy", lambda: policy, stored.policy, stored.policy),
+        ("provider", "--provider", lambda: choice[0], stored.provider, stored.provider or "no --provider"),
+        ("model", "--model", lambda: choice[1], stored.model, stored.model or "no --model"),
+        ("reasoning_effort", "--reasoning-effort", lambda: choice[2], stored.reasoning_effort,
+         stored.reasoning_effort or "no --reasoning-effort"),
+        ("out", out_flag, lambda: output and output.resolve(), resumable.results.resolve(), str(resumable.results)),
+        ("output_alias", out_flag, lambda: output and output.resolve(), resumable.results.resolve(),
+         str(resumable.results)),
+    ]
+    for name, flag, value, want, shown in checks:
+        if name in given and value() != want:
+            raise FarmError(f"--resume: {flag} differs from run {run_id}'s stored plan ({shown})",
+                            hint=f"drop {flag}: farm web run --run {run_id} --resume runs the plan it started with")
+    left, total = len(resumable.todo), resumable.total
+    if not left:
+        console.print(f"web run {run_id}: all {total} planned runs done; nothing to resume", markup=False)
+        return
+    if dry_run:
+        from farm.cli.tables import print_table
+
+        print_table(("#", "pair", "backend", "order"),
+                    [[str(n), p.pair_id, p.backend, str(p.order_in_pair)]
+                     for n, p in enumerate(resumable.todo, start=1)])
+        console.print(f"{left} of {total} runs to go", markup=False)
+        return
+    if "android-chrome" in stored.backends:
+        from farm.android.devices import local_port
+
+        local_port()  # adbutils' own import fails on a bad ANDROID_ADB_SERVER_PORT, with a traceback
+    check_output_dir(resumable.results.parent, f"run {run_id}'s results directory")
+    console.print(f"resuming web run {run_id}: {left} of {total} runs to go", markup=False)
+    results, report = resume_lane(resumable, chromium=chromium, serial=serial, on_run=_show,
+                                  resume_hint=_resume_hint(run_id, found, config, serial, chromium))
+    console.print(f"results: {results}\nreport:  {report}", markup=False)
+    print_current_report(resumable.store.run_dir)
 
 
 @web_app.command("report")
