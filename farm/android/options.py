@@ -20,7 +20,7 @@ from typing import Annotated, Literal, TypeVar, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from farm.config import FarmConfig, InstrumentProfile, Pricing
+from farm.config import DEFAULT_STALL_S, MAX_STALL_S, FarmConfig, InstrumentProfile, Pricing
 from farm.errors import FarmError
 from farm.taskset.loader import SplitChoice
 
@@ -148,6 +148,9 @@ class RunOptions(BaseModel):
     """Agent app package, test package, runner, eval class, output dir template."""
     idle_timeout_s: float = Field(default=600.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
     """Stop a phone whose executor produced no output for this long."""
+    stall_s: float = Field(default=DEFAULT_STALL_S, gt=0, le=MAX_STALL_S, allow_inf_nan=False)
+    """End a try whose link carried nothing for this long (a pull that receives no byte, a phone that does not answer
+    a liveness check while its app is silent): an infrastructure error, tried again. From farm.yaml `stall_s`."""
     deadline_monotonic: float | None = None
     """`time.monotonic()` value after which every phone stops; null = no deadline."""
 
@@ -167,7 +170,7 @@ class RunOptions(BaseModel):
         deadline = check_seconds(deadline_s, "--deadline")
         return cls(
             agent=agent.with_defaults(cfg.pricing), profile_name=profile_name, profile=prof,
-            idle_timeout_s=cfg.idle_timeout_s if idle is None else idle,
+            idle_timeout_s=cfg.idle_timeout_s if idle is None else idle, stall_s=cfg.stall_s,
             deadline_monotonic=None if deadline is None else started + deadline,
         )
 

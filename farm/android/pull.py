@@ -12,6 +12,11 @@ protocol carries is refused alone and listed, on a fresh stream when the old one
 the tree is pulled. Only a phone that cannot be reached again stops the pull. Every reply is read by its id
 first (DENT, DONE, FAIL, DATA, STAT), so a FAIL is never taken for a directory entry.
 
+A stalled link ends the pull: a stream that receives no byte for `stall_s` (farm.yaml, default 20 s) raises
+SyncStalled, and the pull stops with a `<remote>: link stalled (...)` refusal, never pulled again in the same try (a
+stall costs its window on every attempt; the try's infrastructure error re-queues it instead). The stream is read in
+short polls, so a run that is stopping (`stop` set: Ctrl-C, SIGTERM) waits at most STOP_GRACE_S for a silent phone.
+
 Speed: one `sync:` stream for the whole tree, the tree listed first, then the RECV requests
 pipelined (a bounded window of requests in flight; the phone answers them in order), so the
 phone never waits for a round trip between files. Memory stays one 64 KiB chunk plus a read buffer.
@@ -20,7 +25,9 @@ phone never waits for a round trip between files. Memory stays one 64 KiB chunk 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
+import socket
 import stat
 import struct
 import tempfile
@@ -33,7 +40,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from farm.android.pull_limits import PullCaps, caps_of
-from farm.config import PullLimits
+from farm.config import DEFAULT_STALL_S, PullLimits
 from farm.fsutil import new_file_mode
 
 if TYPE_CHECKING:
@@ -60,6 +67,11 @@ _DENT_BODY = struct.Struct("<IIII")
 """A DENT after its id: mode, size, mtime, name length (a DONE ending a listing has the same 16 zeroed bytes)."""
 _STAT_BODY = struct.Struct("<III")
 _U32 = struct.Struct("<I")
+POLL_S = 0.5
+"""Longest a read of the sync stream blocks before it looks at the clock and the stop flag again."""
+STOP_GRACE_S = 3.0
+"""Silence a stream may keep once its run is stopping (or once its link was found stalled) before what is left of
+the transfer is given up: what can still finish, finishes; a silent phone costs no more than this."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +91,38 @@ class SyncLost(ConnectionError):
     """The sync stream ended or went out of step mid-answer (the phone went away)."""
 
 
+class SyncStalled(SyncLost):
+    """The phone sent nothing for the stall window: the link is up but carries nothing (never asked again)."""
+
+
+def stall_window(stall_s: float, stop: threading.Event | None) -> float:
+    """The silence a read may wait: `stall_s`, at most STOP_GRACE_S once `stop` is set."""
+    return min(stall_s, STOP_GRACE_S) if stop is not None and stop.is_set() else stall_s
+
+
+class _PolledSocket(io.RawIOBase):
+    """The sync socket read in POLL_S polls: SyncStalled once nothing arrived for the stall window (shortened when
+    the run stops), so no read outlives the window by more than a poll."""
+
+    def __init__(self, sock: socket.socket, stall_s: float, stop: threading.Event | None) -> None:
+        super().__init__()
+        self._sock, self._stall_s, self._stop = sock, stall_s, stop
+        sock.settimeout(min(POLL_S, stall_s))
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        since = time.monotonic()
+        while True:
+            try:
+                return self._sock.recv_into(buffer)
+            except TimeoutError:
+                window = stall_window(self._stall_s, self._stop)
+                if time.monotonic() - since >= window:
+                    raise SyncStalled(f"no answer from the phone for {window:g} s") from None
+
+
 @dataclass(frozen=True)
 class Listing:
     """A directory's entries as the phone listed them (`.` and `..` included), and whether the listing was cut at
@@ -89,25 +133,66 @@ class Listing:
 
 
 class SyncSession:
-    """One `sync:` stream (STAT, LIST, RECV, QUIT) for a whole tree, instead of a connection per file."""
+    """One `sync:` stream (STAT, LIST, RECV, SEND, QUIT) for a whole tree, instead of a connection per file.
 
-    def __init__(self, device: AdbDevice, timeout: float = 60) -> None:
+    No read or write waits longer than the stall window (`stall_s`, or STOP_GRACE_S once `stop` is set) for the
+    phone: past it the session raises SyncStalled."""
+
+    def __init__(self, device: AdbDevice, stall_s: float = DEFAULT_STALL_S, *,
+                 stop: threading.Event | None = None) -> None:
         self._device = device
-        self._timeout = timeout
+        self._stall_s = stall_s
+        self._stop = stop
         self._open()
 
+    def _window(self) -> float:
+        return stall_window(self._stall_s, self._stop)
+
     def _open(self) -> None:
-        self._c = self._device.open_transport(timeout=self._timeout)
-        self._c.send_command("sync:")
-        self._c.check_okay()
+        from adbutils import AdbTimeout
+
+        window = self._window()
+        try:
+            self._c = self._device.open_transport(timeout=window)
+        except (AdbTimeout, TimeoutError):
+            raise SyncStalled(f"no answer from the phone for {window:g} s (opening a sync stream)") from None
+        try:
+            self._c.send_command("sync:")
+            self._c.check_okay()
+        except BaseException as exc:
+            self._c.close()
+            if isinstance(exc, AdbTimeout | TimeoutError):
+                raise SyncStalled(f"no answer from the phone for {window:g} s (opening a sync stream)") from None
+            raise
         self._sock = self._c.conn
-        self._in = self._sock.makefile("rb", buffering=_READ_BUFFER)
+        if isinstance(self._sock, socket.socket):
+            self._polled = True
+            self._in: io.BufferedReader = io.BufferedReader(
+                _PolledSocket(self._sock, self._stall_s, self._stop), _READ_BUFFER)
+        else:  # a stand-in socket (tests) that offers only makefile: read as it is, without polls
+            self._polled = False
+            self._in = self._sock.makefile("rb", buffering=_READ_BUFFER)
         self._chunk = bytearray(DATA_MAX)
+
+    def _send(self, data: bytes) -> None:
+        if not self._polled:
+            self._sock.sendall(data)
+            return
+        # A whole request gets the stall window (sendall's timeout bounds the call): a short poll could cut a
+        # request the phone is merely slow to take, and a cut request puts the stream out of step.
+        window = self._window()
+        self._sock.settimeout(window)
+        try:
+            self._sock.sendall(data)
+        except TimeoutError:
+            raise SyncStalled(f"no answer from the phone for {window:g} s (sending)") from None
+        finally:
+            self._sock.settimeout(min(POLL_S, self._stall_s))
 
     def request(self, ident: bytes, path: str) -> None:
         """Send one request; its answer is read later, in order."""
         raw = path.encode("utf-8", "surrogateescape")
-        self._sock.sendall(_HEAD.pack(ident, len(raw)) + raw)
+        self._send(_HEAD.pack(ident, len(raw)) + raw)
 
     def _read(self, n: int) -> bytes:
         data = self._in.read(n) if n else b""
@@ -185,6 +270,19 @@ class SyncSession:
         self.request(b"RECV", path)
         yield from self.reply()
 
+    def send(self, path: str, data: bytes, mode: int = 0o644) -> None:
+        """SEND one file whole (DATA chunks, then DONE) and read the phone's OKAY; SyncFail when it refuses."""
+        self.request(b"SEND", f"{path},{stat.S_IFREG | mode}")
+        for at in range(0, len(data), DATA_MAX):
+            piece = data[at : at + DATA_MAX]
+            self._send(_HEAD.pack(b"DATA", len(piece)) + piece)
+        self._send(_HEAD.pack(b"DONE", int(time.time())))
+        ident, length = _HEAD.unpack(self._read(_HEAD.size))
+        if ident == b"FAIL" and length <= _FAIL_MAX:
+            raise SyncFail(self._read(length).decode("utf-8", "replace"))
+        if ident != b"OKAY":
+            raise SyncLost(f"sync: unexpected {ident!r} answering SEND")
+
     def close(self) -> None:
         """QUIT and close."""
         try:
@@ -204,10 +302,11 @@ class FileTooLarge(OSError):
     """A file read whole (`read_file`) went past its cap; the rest was never read."""
 
 
-def read_file(device: AdbDevice, path: str, most: int) -> bytes:
+def read_file(device: AdbDevice, path: str, most: int, *, stall_s: float = DEFAULT_STALL_S) -> bytes:
     """A phone's file, on its own sync stream, never more than `most` bytes held: past them it is FileTooLarge
-    (the stream is closed unread). SyncFail when the phone refuses it, SyncLost when the stream breaks."""
-    sync = SyncSession(device)
+    (the stream is closed unread). SyncFail when the phone refuses it, SyncLost when the stream breaks (SyncStalled
+    when it carries nothing for `stall_s`)."""
+    sync = SyncSession(device, stall_s)
     try:
         data = bytearray()
         for chunk in sync.recv(path):
@@ -215,6 +314,27 @@ def read_file(device: AdbDevice, path: str, most: int) -> bytes:
                 raise FileTooLarge(f"larger than {most} bytes, not read")
             data += chunk
         return bytes(data)
+    finally:
+        sync.close()
+
+
+def write_file(device: AdbDevice, path: str, data: bytes, *, stall_s: float = DEFAULT_STALL_S,
+               stop: threading.Event | None = None) -> None:
+    """Put `data` at `path` on the phone (mode 0644) on its own sync stream; like adbutils' push, except that a phone
+    that stops answering ends it after the stall window (SyncStalled) instead of holding the caller for good.
+    SyncFail when the phone refuses it."""
+    sync = SyncSession(device, stall_s, stop=stop)
+    try:
+        sync.send(path, data)
+    finally:
+        sync.close()
+
+
+def remote_mode(device: AdbDevice, path: str, *, stall_s: float = DEFAULT_STALL_S) -> int:
+    """The mode of `path` on the phone (0 when it does not exist), within the stall window (SyncStalled past it)."""
+    sync = SyncSession(device, stall_s)
+    try:
+        return sync.stat(path)[0]
     finally:
         sync.close()
 
@@ -229,6 +349,9 @@ class PullResult:
     """`<device path>: why` for every refused entry."""
     found: bool = True
     """False when the remote directory does not exist."""
+    stalled: str | None = None
+    """Why the link was taken for stalled (`no answer from the phone for N s`) when it was: the pull stopped there,
+    with a `link stalled` refusal, and the tree is partial."""
 
 
 @dataclass(frozen=True)
@@ -265,7 +388,7 @@ def _own_dir(path: Path) -> bool:
 
 def pull_tree(
     device: AdbDevice, remote: str, dest: Path, limits: PullLimits, *, again: bool = False,
-    caps: PullCaps | None = None,
+    caps: PullCaps | None = None, stall_s: float = DEFAULT_STALL_S, stop: threading.Event | None = None,
 ) -> PullResult:
     """Copy `remote` (a directory) into `dest` (created if needed; existing files are never overwritten).
 
@@ -274,12 +397,18 @@ def pull_tree(
     An entry the phone refuses, or one past a cap (`caps`, else `caps_of(limits)`), is refused alone.
     `again`: a later pull of the same tree, where a file already there with the phone's size is one
     an earlier pull fetched (skipped, not refused).
+    A link that carries nothing for `stall_s` (STOP_GRACE_S once `stop` is set) ends the pull with a
+    `<remote>: link stalled (...)` entry, and `stalled` set.
     """
     from adbutils import AdbError
 
     result = PullResult()
     try:
-        sync = SyncSession(device)
+        sync = SyncSession(device, stall_s, stop=stop)
+    except SyncStalled as exc:
+        result.found, result.stalled = False, str(exc)
+        result.refused.append(f"{remote}: {LINK_STALLED} ({exc})")
+        return result
     except (AdbError, OSError) as exc:
         result.found = False
         result.refused.append(f"{remote}: {LINK_LOST} ({exc})")
@@ -287,6 +416,9 @@ def pull_tree(
     try:
         jobs = _plan(sync, remote.rstrip("/"), dest, limits, result, caps or caps_of(limits), again=again)
         _pull_files(sync, jobs, limits, result)
+    except SyncStalled as exc:
+        result.stalled = str(exc)
+        result.refused.append(f"{remote}: {LINK_STALLED} ({exc})")
     except (AdbError, OSError, EOFError, struct.error) as exc:
         result.refused.append(f"{remote}: {PULL_STOPPED} ({exc})")
     finally:
@@ -296,6 +428,8 @@ def pull_tree(
 
 LINK_LOST = "cannot open a sync stream"
 PULL_STOPPED = "pull stopped"
+LINK_STALLED = "link stalled"
+"""A pull that ended on a link carrying nothing: not pulled again (each attempt would wait the whole window)."""
 RETRY_WAITS_S = (1.0, 2.0, 4.0, 8.0)
 """Waits before each new pull of a tree whose pull the link cut short (15 s in all: a short drop, a USB
 re-enumeration or an adb server restart, not a phone that is gone)."""
@@ -308,23 +442,24 @@ def _cut_short(result: PullResult, remote: str) -> bool:
 
 def pull_tree_retrying(
     device: AdbDevice, remote: str, dest: Path, limits: PullLimits, *, waits: tuple[float, ...] = RETRY_WAITS_S,
-    stop: threading.Event | None = None,
+    stop: threading.Event | None = None, stall_s: float = DEFAULT_STALL_S,
 ) -> PullResult:
     """`pull_tree`, pulled again (keeping what arrived) while the link cuts it short and `waits` remain.
 
     The result counts every file that arrived; its refusals are the last pull's, plus the earlier
-    pulls' other than the link's own.
+    pulls' other than the link's own. A stalled link is not pulled again (`_cut_short` is a dropped link only).
     """
-    result = pull_tree(device, remote, dest, limits)
+    result = pull_tree(device, remote, dest, limits, stall_s=stall_s, stop=stop)
     for wait in waits:
         if not _cut_short(result, remote) or (stop is not None and stop.wait(wait)):
             break
         if stop is None:
             time.sleep(wait)
-        more = pull_tree(device, remote, dest, limits, again=True)
+        more = pull_tree(device, remote, dest, limits, again=True, stall_s=stall_s, stop=stop)
         kept = [e for e in result.refused if not e.startswith(f"{remote}: ")]
         result = PullResult(files=result.files + more.files, bytes=result.bytes + more.bytes,
-                            refused=[*dict.fromkeys(kept + more.refused)], found=result.found or more.found)
+                            refused=[*dict.fromkeys(kept + more.refused)], found=result.found or more.found,
+                            stalled=more.stalled)
     return result
 
 
@@ -416,6 +551,8 @@ def _list_alone(sync: SyncSession, rdir: str, most: int, result: PullResult) -> 
     for attempt in (1, 2):
         try:
             listing = sync.list(rdir, most)
+        except SyncStalled:
+            raise  # asked again, a stalled link would only cost the window once more
         except SyncFail as exc:
             result.refused.append(f"{rdir!r}: the phone refused to list it: FAIL {_said(str(exc))}")
             sync.reopen()

@@ -23,9 +23,9 @@ from farm.android.agent_contract import BundleTask
 from farm.android.bundle import bundle_device_path
 from farm.android.phone_records import summary_source, with_evidence
 from farm.android.prepare import PhoneFacts, Resolver, installed_packages, prepare, signed_in
-from farm.android.pull import FileTooLarge, pull_tree, read_file
+from farm.android.pull import FileTooLarge, SyncStalled, pull_tree, read_file, remote_mode
 from farm.android.pull_limits import PullCaps, caps_of, read_scores
-from farm.config import FarmConfig, InstrumentProfile
+from farm.config import DEFAULT_STALL_S, FarmConfig, InstrumentProfile
 from farm.errors import FarmError
 from farm.names import check_name
 from farm.phone_name import phone_name
@@ -72,8 +72,12 @@ def pull_run(
     remote = prof.eval_dir(run)
 
     try:
-        if not device.sync.exists(remote):
+        # Within farm.yaml's stall_s: adbutils' own sync calls wait for a silent phone without a limit.
+        if not remote_mode(device, remote, stall_s=cfg.stall_s):
             raise FarmError(f"{serial}: {remote}: no such run on the phone", hint="check --run and --profile")
+    except SyncStalled as exc:
+        raise FarmError(f"{serial}: link stalled: {exc}",
+                        hint="reconnect the phone (or raise stall_s in farm.yaml for a slow link)") from None
     except (AdbError, OSError) as exc:
         raise FarmError(f"{serial}: cannot reach the phone ({exc})") from None
     entry = mf.PhoneEntry(
@@ -94,10 +98,16 @@ def pull_run(
     store.update(lambda m: m.phones.extend([entry] if all(p.serial != serial for p in m.phones) else []))
     # A tree already pulled is never overwritten: pulling again only adds what the run does not have.
     caps = caps_of(cfg.pull)
-    refused = [] if raw.exists() else pull_tree(device, remote, raw, cfg.pull, caps=caps).refused
-    tasks, tasks_from = bundle_tasks(device, prof.resolved_files_dir(), run, caps, refused)
-    if not tasks:
-        tasks, tasks_from = local_tasks(cfg, device, serial, prof, run)
+    pulled = None if raw.exists() else pull_tree(device, remote, raw, cfg.pull, caps=caps, stall_s=cfg.stall_s)
+    refused = pulled.refused if pulled is not None else []
+    tasks: dict[str, Task]
+    if pulled is not None and pulled.stalled is not None:
+        # The phone stopped answering: nothing more is asked of it (every question would wait the window again).
+        tasks, tasks_from = {}, f"no task definitions (the link stalled: {pulled.stalled})"
+    else:
+        tasks, tasks_from = bundle_tasks(device, prof.resolved_files_dir(), run, caps, refused, stall_s=cfg.stall_s)
+        if not tasks:
+            tasks, tasks_from = local_tasks(cfg, device, serial, prof, run)
     execution: Execution = "simulated" if profile_name == "sim" else "live"
     ctx = Context(run=run, device=serial, split=split, executor="instrument", execution=execution)
     scores = read_scores(raw / "scores.jsonl", ctx, "scores.jsonl", caps)
@@ -131,18 +141,19 @@ def _note_refused(manifest: mf.Manifest, serial: str, refused: list[str]) -> Non
 
 def bundle_tasks(
     device: AdbDevice, files_dir: str, run: str, caps: PullCaps | None = None, refused: list[str] | None = None,
+    *, stall_s: float = DEFAULT_STALL_S,
 ) -> tuple[dict[str, Task], str]:
     """The resolved tasks the phone ran (the bundle `farm run` pushed), by id, and where they came from.
 
     Without them the host has nothing to score against: every line then becomes an error record
     saying the task was not planned, never the phone's own verdict. The bundle is read within
     `caps.max_bundle_bytes` and parsed by pydantic's depth-limited parser; one past the cap is
-    refused (added to `refused`).
+    refused (added to `refused`). A link silent for `stall_s` gives up the bundle (SyncStalled is an OSError).
     """
     path = bundle_device_path(files_dir, run)
     most = (caps or PullCaps()).max_bundle_bytes
     try:
-        data = from_json(read_file(device, path, most))
+        data = from_json(read_file(device, path, most, stall_s=stall_s))
     except FileTooLarge as exc:
         if refused is not None:
             refused.append(f"{path!r}: {exc} (max_bundle_bytes)")

@@ -400,7 +400,8 @@ class Dispatcher:
     def _run(self, batch: list[Lease], slot: PhoneSlot) -> bool:
         """Run a batch of units; False when its worker stops (the phone was quarantined, or the disk is full)."""
         done = run_units(batch, slot, self.executor, self.opts, run_id=self.run_id, run_dir=self.run_dir,
-                         execution=self.execution, progress=self.sinks.get(slot.serial, NullProgress()))
+                         execution=self.execution, progress=self.sinks.get(slot.serial, NullProgress()),
+                         stop=self.stop)
         with self._append_lock:
             self.notes += [f"{slot.label}: pull refused {entry}" for entry in done.pull_refused]
             self.notes += [f"{slot.label}: scores line not taken: {why}" for why in done.rejected]
@@ -425,6 +426,10 @@ class Dispatcher:
         for lease, result in zip(batch, done.units, strict=True):
             if result.infra and self.full is not None:
                 # Another worker found the disk full meanwhile: this try most likely failed of it too.
+                continue
+            if result.infra and self.stop.is_set():
+                # Cut short by the stop (Ctrl-C, SIGTERM): not the phone's failure; the resume runs it again.
+                self.journal.interrupted(lease, "stopped before it finished")
                 continue
             alive = self._settle(lease, result, slot) and alive
         return alive and self.full is None

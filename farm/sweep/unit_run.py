@@ -7,6 +7,7 @@ never reads or overwrites another's files and a crash leaves every finished try 
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -68,7 +69,7 @@ class UnitResult:
 
 def run_units(
     leases: list[Lease], slot: PhoneSlot, executor: Executor, opts: RunOptions, *, run_id: str, run_dir: Path,
-    execution: Execution, progress: ProgressSink,
+    execution: Execution, progress: ProgressSink, stop: threading.Event | None = None,
 ) -> BatchResult:
     """Run leased units of distinct tasks as one executor job (one `am instrument` call for the instrument
     executor) and return each unit's scored record, in lease order (never raises for device trouble)."""
@@ -84,7 +85,7 @@ def run_units(
     job = PhoneJob(
         device=slot.device, serial=slot.serial, label=slot.label, run_id=device_run, tasks=tasks, options=opts,
         raw_dir=raw, device_eval_dir=opts.profile.eval_dir(device_run),
-        device_bundle_path=bundle_device_path(opts.profile.resolved_files_dir(), device_run),
+        device_bundle_path=bundle_device_path(opts.profile.resolved_files_dir(), device_run), stop=stop,
     )
     ids = [rt.id for rt in tasks]
     try:

@@ -100,3 +100,33 @@ def test_a_sweep_prints_the_runs_headline_and_its_history_follows_at_once(virtua
                              capture_output=True, text=True, timeout=120)
     assert history.returncode == 0, history.stderr
     assert (runs / "history" / "nightly-s1" / "history.md").is_file()
+
+
+def test_sigterm_ends_a_try_whose_app_went_silent_within_seconds_and_keeps_it_for_the_resume(
+    virtual_farm, tmp_path: Path
+) -> None:
+    from farm.sim.profile import FaultSpec
+
+    # The agent app starts its first task and then says nothing more (a live link: only the 600 s watchdog would end
+    # it); SIGTERM must not wait for that.
+    virtual_farm(1, faults=FaultSpec(instrument_stop_after_tasks=0))
+    scripted_tasks(tmp_path / "tasks", ("read/system/calculator-multiply",))
+    argv = [FARM, "sweep", "--run-id", "s1", "--executor", "instrument", "--tasks-dir", str(tmp_path / "tasks"),
+            "--runs-dir", str(tmp_path / "runs"), "--quiet"]
+    proc = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run_dir = tmp_path / "runs" / "s1"
+    end = time.monotonic() + 90
+    while time.monotonic() < end and not any(p.name == "raw" or p.is_dir() for p in run_dir.glob("*/*")):
+        time.sleep(0.05)
+    time.sleep(1.0)  # the am instrument stream is open and silent
+    began = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=120)
+    took = time.monotonic() - began
+    assert proc.returncode == 3, err
+    assert took < 30, f"SIGTERM took {took:.1f} s"  # was the 600 s watchdog
+    assert mf.load(run_dir).status == "interrupted"
+    # Cut short by the stop, not failed: no infrastructure-error record; the resume runs it.
+    records = read_records(run_dir / "records.jsonl", ReadProblems()) if (run_dir / "records.jsonl").is_file() else []
+    assert [r for r in records if r.outcome == "error"] == []
+    assert "farm sweep --resume s1" in err
