@@ -18,6 +18,8 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import from_json
 
 from farm.android import agent_contract as ac
+from farm.android import pull_limits
+from farm.android.pull_limits import TooLong, bounded_lines
 from farm.scoring.transcript import HARNESS_LOOK_FILE, HarnessLook
 
 _MB = 1024 * 1024
@@ -215,18 +217,23 @@ def check_steps(report: TreeReport, run: Path, base: str) -> None:
     lacking: dict[str, list[int]] = {"observation.screenshot": [], "observation.text": [], "tokens": []}
     total = 0
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, 1):
+        # Bounded reads: a line past MAX_LINE_BYTES is skipped in 64 KiB pieces, never held whole.
+        for number, raw in enumerate(bounded_lines(handle, MAX_LINE_BYTES), 1):
             if total >= MAX_STEPS:
                 report.add(file, number, "-", f"more than {MAX_STEPS} steps: the rest are not checked or shown",
                            "keep attempts within the task's maxSteps", warning=True)
                 break
-            if len(raw) > MAX_LINE_BYTES:
+            if isinstance(raw, TooLong):
                 report.add(file, number, "-", f"line over {MAX_LINE_BYTES // _MB} MB: the viewer does not show it",
                            "keep one step's screen text compact")
                 continue
             if not raw.strip():
                 continue
             total += 1
+            if len(raw) > pull_limits.MAX_LINE_BYTES:
+                report.add(file, number, "-", f"line over {pull_limits.size_text(pull_limits.MAX_LINE_BYTES)}: the "
+                           "host's re-scoring skips it (its screen is no evidence)", "keep one step's screen text "
+                           "compact", warning=True)
             data = json_object(report, raw, file, number)
             step = validate_into(report, ac.AgentStep, data, file, number) if data is not None else None
             if not isinstance(step, ac.AgentStep):

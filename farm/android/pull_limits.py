@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, cast
+from typing import TYPE_CHECKING, BinaryIO
 
 from pydantic_core import from_json
 
@@ -240,8 +240,8 @@ def read_scores(path: Path, ctx: Context, source: str, caps: PullCaps | None = N
 
     with handle:
         # normalise_lines iterates its argument once, in order: given this generator, it parses line by line and
-        # never holds the file (its annotation says list; it needs only an iterable).
-        parsed = normalise_lines(cast(list[str], lines()), ctx, source)
+        # never holds the file.
+        parsed = normalise_lines(lines(), ctx, source)
     return BoundedScores(_merge(parsed, taken, long_lines, source), refusals,
                          refusals.notes(source, caps, len(taken) + len(long_lines)))
 
@@ -265,3 +265,35 @@ def _merge(parsed: Normalised, taken: list[int], long_lines: list[tuple[int, Rec
     problems = [*parsed.problems, *(p for _n, _r, p in long_lines)]
     problems.sort(key=lambda p: int(p[len(source) + 1:].split(":", 1)[0]))
     return Normalised(records, problems)
+
+
+# --- an attempt's transcript files (`<id>/run/`) ---------------------------------------------------------------
+# They come from the phone as the scores file does, and are read when the host re-scores the attempt and when an
+# override's evidence is looked for: never whole past these caps, and what a cap keeps out is said.
+
+MAX_FINAL_JSON_BYTES = 8 * _MiB
+"""Largest `final.json` read (the viewer's and `farm agent check`'s bound too): a larger one is not read, and its
+attempt is scored as one whose final.json is unreadable, the reason saying so."""
+MAX_HARNESS_LOOK_BYTES = 8 * _MiB
+"""Largest `harness-look.json` read (the viewer's bound): farm writes it, but it sits in a tree the phone filled."""
+MAX_STEP_LINES = 10_000
+"""Lines read from one `steps.jsonl`, blank ones included (an attempt takes tens of steps; the viewer shows 2 000);
+the rest are counted, not read. Each line is at most `MAX_LINE_BYTES`: a longer one is skipped and counted."""
+
+
+def read_at_most(path: Path, max_bytes: int) -> bytes | None:
+    """The bytes of `path`, or None when it holds more than `max_bytes`: its size is looked at first, and no read asks
+    for more than `max_bytes + 1` bytes (a file growing meanwhile is refused too). OSError as `read_bytes`."""
+    if path.stat().st_size > max_bytes:
+        return None
+    with path.open("rb") as handle:
+        data = handle.read(max_bytes + 1)
+    return data if len(data) <= max_bytes else None
+
+
+def size_text(size: int) -> str:
+    """A cap in bytes as people read it (`8 MiB`, `512 KiB`, `1000 bytes`)."""
+    for unit, name in ((_MiB, "MiB"), (1024, "KiB")):
+        if size >= unit and size % unit == 0:
+            return f"{size // unit} {name}"
+    return f"{size} bytes"

@@ -10,6 +10,7 @@ field, and the other lines are kept.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast, get_args
@@ -169,8 +170,9 @@ class Normalised:
     """One line per corrupt line (`file:line: what`)."""
 
 
-def normalise_lines(lines: list[str], ctx: Context, source: str) -> Normalised:
-    """Normalise the lines of a scores.jsonl (`source` names the file in provenance)."""
+def normalise_lines(lines: Iterable[str], ctx: Context, source: str) -> Normalised:
+    """Normalise the lines of a scores.jsonl (`source` names the file in provenance), iterating them once, in order
+    (a generator works: `read_scores` hands one that reads the file line by line)."""
     records: list[Record] = []
     problems: list[str] = []
     for number, line in enumerate(lines, start=1):

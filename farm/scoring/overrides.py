@@ -19,10 +19,11 @@ from typing import Literal, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from farm.android.pull_limits import MAX_FINAL_JSON_BYTES, read_at_most, size_text
 from farm.errors import FarmError
 from farm.scoring.evidence import Evidence
 from farm.scoring.text import find
-from farm.scoring.transcript import screen_reads
+from farm.scoring.transcript import read_screen_reads
 from farm.scoring.visible import screen_text
 from farm.yaml_strict import strict_load
 
@@ -157,20 +158,35 @@ def parse_summary_section(text: str, source: str = "summary.md") -> list[Overrid
     return out
 
 
+class EvidenceTexts(list[str]):
+    """The texts an override may quote, and what the caps kept out of the run record (`unread`, one line each with
+    the counts): `decide` names them when the quote is not found, as the quote may lie in what was not read."""
+
+    def __init__(self, texts: list[str], unread: list[str]) -> None:
+        super().__init__(texts)
+        self.unread = unread
+
+
 def evidence_texts(task_run_dir: Path, answer: str | None) -> list[str]:
     """What an override may quote: the final answer and the visible text of every screen in the run record.
 
     Screens are the observations of `steps.jsonl` and the screens kept in `final.json`'s evidence
-    (reads, the hand-over screen, the harness's fresh looks) — their text and content-desc only.
+    (reads, the hand-over screen, the harness's fresh looks) — their text and content-desc only. Both files are
+    read within the caps of `farm.android.pull_limits`; what they kept out is listed (`EvidenceTexts`).
     """
     texts = [answer] if answer else []
     if not task_run_dir.is_dir():
         return texts
-    screens = [read.text for read in screen_reads(task_run_dir / "steps.jsonl")]
+    found = read_screen_reads(task_run_dir / "steps.jsonl")
+    screens = [read.text for read in found.reads]
+    unread = list(found.unread)
     final = task_run_dir / "final.json"
     if final.is_file():
+        data = read_at_most(final, MAX_FINAL_JSON_BYTES)
+        if data is None:
+            unread.append(f"final.json larger than {size_text(MAX_FINAL_JSON_BYTES)}: not read")
         try:
-            raw = json.loads(final.read_text(encoding="utf-8", errors="replace"))
+            raw = json.loads(data.decode("utf-8", errors="replace")) if data is not None else None
             ev = Evidence.model_validate(raw["evidence"]) if isinstance(raw, dict) and "evidence" in raw else None
         except (ValueError, ValidationError):
             ev = None
@@ -181,7 +197,7 @@ def evidence_texts(task_run_dir: Path, answer: str | None) -> list[str]:
             if ev.answer and ev.answer not in texts:
                 texts.append(ev.answer)
     texts += [screen_text(s) for s in screens if s]
-    return texts
+    return EvidenceTexts(texts, unread) if unread else texts
 
 
 @dataclass(frozen=True)
@@ -221,6 +237,8 @@ def decide(
     if not spec.evidence:
         return refused("no evidence quoted")
     if not any(find(text, spec.evidence) for text in texts):
-        return refused("evidence is not screen text or the final answer of this task's run record")
+        unread = texts.unread if isinstance(texts, EvidenceTexts) else []
+        return refused("evidence is not screen text or the final answer of this task's run record"
+                       + (f" (not searched: {'; '.join(unread)})" if unread else ""))
     note = f"applied ({spec.source})" if spec.source else "applied"
     return Decision(spec, device, initial, True, note, spec.category if final == "fail" else None)

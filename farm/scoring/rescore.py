@@ -54,9 +54,10 @@ def host_rescore(record: Record, task: Task, run_dir: Path, *, look: LookSource 
     """`record` (normalised from the phone's line) with the host's verdict from `run_dir` (`<id>/run/`).
 
     Skips and infrastructure errors are kept as they are. An attempt without a readable transcript
-    cannot be scored from evidence: it becomes an infrastructure error that names why. `look` says where the
-    attempt's look after the run comes from (`LookSource`); the phone's own looks are dropped and, when it wrote
-    any, named at the end of the reasons (a note: it does not fail the attempt by itself).
+    cannot be scored from evidence: it becomes an infrastructure error that names why (a final.json past its size cap
+    too). `look` says where the attempt's look after the run comes from (`LookSource`); the phone's own looks are
+    dropped and, when it wrote any, named at the end of the reasons, as are the steps.jsonl lines the caps kept out
+    (notes: they do not fail the attempt by themselves).
     """
     if record.outcome in ("skipped", "error"):
         return record
@@ -65,7 +66,7 @@ def host_rescore(record: Record, task: Task, run_dir: Path, *, look: LookSource 
     except FarmError as exc:
         return _infrastructure(record, f"{NO_TRANSCRIPT}: {exc.message}")
     evidence = phone.evidence
-    notes = [n for n in (phone.note(),) if n]
+    notes = phone.notes()
     no_look: str | None = None
     if evidence.end != "error" and needs_look(task):
         if look == "pulled":

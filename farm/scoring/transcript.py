@@ -1,15 +1,32 @@
 """The transcript files of one attempt (`<id>/run/steps.jsonl`, `final.json`, and for an on-device agent's
-attempt the harness's own `harness-look.json`) and re-scoring from them."""
+attempt the harness's own `harness-look.json`) and re-scoring from them.
+
+They come from the phone, so they are read within the caps of `farm.android.pull_limits`: a JSON file past its size
+is not read at all (its size is looked at first), and steps.jsonl is read line by line, each line and the number
+of lines capped. What a cap keeps out is said: in the error that refuses a file, or in the notes of what was read.
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, JsonValue, ValidationError
 
+from farm.android.pull_limits import (
+    MAX_FINAL_JSON_BYTES,
+    MAX_HARNESS_LOOK_BYTES,
+    MAX_LINE_BYTES,
+    MAX_STEP_LINES,
+    TooLong,
+    bounded_lines,
+    count_lines,
+    read_at_most,
+    size_text,
+)
 from farm.camel import CamelModel
 from farm.errors import FarmError
 from farm.results.record import CheckResult, RunMetrics, Tokens
@@ -173,7 +190,10 @@ def read_harness_look(run_dir: Path) -> HarnessLook:
     """The harness's look of a transcript directory; FarmError when it is missing or unreadable."""
     path = run_dir / HARNESS_LOOK_FILE
     try:
-        return HarnessLook.model_validate_json(path.read_bytes())
+        data = read_at_most(path, MAX_HARNESS_LOOK_BYTES)
+        if data is None:
+            raise FarmError(f"{path}: larger than {size_text(MAX_HARNESS_LOOK_BYTES)}: not read")
+        return HarnessLook.model_validate_json(data)
     except OSError as exc:
         raise FarmError(f"{path}: {exc.strerror or exc}") from None
     except ValidationError as exc:
@@ -198,6 +218,8 @@ class PhoneEvidence:
     """The evidence, harness-only fields empty."""
     ignored: tuple[str, ...] = ()
     """The harness-only keys (camelCase) the app wrote anyway, which were dropped."""
+    unread: tuple[str, ...] = ()
+    """What the caps kept out of the transcript (`StepRefusals.notes`): one line each, with the counts."""
 
     def note(self) -> str | None:
         """One line saying what was dropped, for the record's reasons; None when the app wrote none."""
@@ -206,19 +228,67 @@ class PhoneEvidence:
         return (f"the app wrote {', '.join(self.ignored)} in final.json; ignored — only the harness looks, probes "
                 "and judges")
 
+    def notes(self) -> list[str]:
+        """Every note for the record's reasons: what was dropped (`note`), then what the caps kept out."""
+        dropped = self.note()
+        return [*([dropped] if dropped else []), *self.unread]
+
+
+@dataclass
+class StepRefusals:
+    """Lines of one steps.jsonl that a cap kept out (`farm.android.pull_limits`)."""
+
+    too_long: int = 0
+    """Lines longer than `MAX_LINE_BYTES`: skipped in bounded reads, never held whole."""
+    longest: int = 0
+    """Bytes of the longest of them."""
+    past_lines: int = 0
+    """Lines after the first `MAX_STEP_LINES`: counted, never read."""
+
+    def notes(self, file: str = "steps.jsonl") -> list[str]:
+        """One line per cap that refused lines, with the counts; empty when none did."""
+        out: list[str] = []
+        if self.too_long:
+            out.append(f"{file}: {self.too_long} line(s) longer than {size_text(MAX_LINE_BYTES)} not read "
+                       f"(the longest {self.longest:,} bytes)")
+        if self.past_lines:
+            out.append(f"{file}: {self.past_lines:,} line(s) past the first {MAX_STEP_LINES:,} not read")
+        return out
+
+
+def _step_lines(path: Path, refusals: StepRefusals) -> Iterator[tuple[int, bytes]]:
+    """(line number, line without its newline) of a steps.jsonl within the caps, streaming: one line of at most
+    `MAX_LINE_BYTES` held at a time; the lines a cap refuses are counted in `refusals`. Lines end at b"\\n" only."""
+    with path.open("rb") as handle:
+        for number, line in enumerate(bounded_lines(handle, MAX_LINE_BYTES), 1):
+            if number > MAX_STEP_LINES:
+                refusals.past_lines += 1 + count_lines(handle)
+                return
+            if isinstance(line, TooLong):
+                refusals.too_long += 1
+                refusals.longest = max(refusals.longest, line.size)
+                continue
+            yield number, line
+
 
 def read_steps(path: Path) -> list[StepLine]:
-    """Parse steps.jsonl; FarmError naming the line on a bad one."""
+    """Parse steps.jsonl; FarmError naming the line on a bad one, and naming the caps when one refused lines."""
     steps: list[StepLine] = []
     if not path.exists():
         return steps
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    refusals = StepRefusals()
+    for n, line in _step_lines(path, refusals):
         if not line.strip():
             continue
         try:
             steps.append(StepLine.model_validate_json(line))
         except ValidationError as exc:
             raise FarmError(f"{path}:{n}: not a transcript step ({exc.errors()[0]['msg']})") from None
+    if refusals.too_long or refusals.past_lines:
+        # Strict like a bad line: a step list with holes is not the transcript.
+        raise FarmError("; ".join(refusals.notes(str(path))),
+                        hint=f"keep each step under {size_text(MAX_LINE_BYTES)} and a transcript under "
+                             f"{MAX_STEP_LINES:,} lines")
     return steps
 
 
@@ -272,12 +342,17 @@ def read_phone_evidence(run_dir: Path) -> PhoneEvidence:
     if not final_path.exists():
         raise FarmError(f"{run_dir}: no final.json", hint="re-scoring needs a transcript (<id>/run/final.json)")
     try:
-        raw = json.loads(final_path.read_text(encoding="utf-8"))
+        data = read_at_most(final_path, MAX_FINAL_JSON_BYTES)
+        raw = json.loads(data.decode("utf-8")) if data is not None else None
     except (OSError, ValueError) as exc:
         raise FarmError(f"{final_path}: unreadable ({exc})") from None
+    if data is None:
+        raise FarmError(f"{run_dir}: final.json larger than {size_text(MAX_FINAL_JSON_BYTES)}: not read",
+                        hint="write the attempt's end and evidence in final.json; screens go in steps.jsonl")
     if not isinstance(raw, dict):
         raise FarmError(f"{final_path}: not a JSON object")
-    reads = screen_reads(run_dir / "steps.jsonl")
+    found = read_screen_reads(run_dir / "steps.jsonl")
+    reads, unread = found.reads, tuple(found.unread)
     if isinstance(raw.get("evidence"), dict):
         try:
             evidence = Evidence.model_validate(raw["evidence"])
@@ -290,7 +365,7 @@ def read_phone_evidence(run_dir: Path) -> PhoneEvidence:
         evidence = evidence.model_copy(update={name: type(getattr(evidence, name))() for name in HARNESS_ONLY})
         if not evidence.screen_reads and reads:
             evidence = evidence.model_copy(update={"screen_reads": reads})
-        return PhoneEvidence(_with_packages(evidence), ignored)
+        return PhoneEvidence(_with_packages(evidence), ignored, unread)
     answer = raw.get("answer")
     end = _end_of(raw, answer)
     reason = str(raw.get("reason") or "")
@@ -307,7 +382,7 @@ def read_phone_evidence(run_dir: Path) -> PhoneEvidence:
         screen_reads=reads,
         hand_over=hand_over,
         steps=steps if isinstance(steps, int) else len(reads),
-    )))
+    )), unread=unread)
 
 
 def _with_packages(evidence: Evidence) -> Evidence:
@@ -319,14 +394,26 @@ def _with_packages(evidence: Evidence) -> Evidence:
     return evidence.model_copy(update={"packages_used": used}) if used else evidence
 
 
-def screen_reads(path: Path) -> list[ScreenRead]:
-    """Screen texts of a steps.jsonl, tolerant of other agents' step formats (lines without text are skipped)."""
+@dataclass(frozen=True)
+class ScreenReads:
+    """The screen texts of a steps.jsonl and what the caps kept out of it."""
+
+    reads: list[ScreenRead] = field(default_factory=list)
+    """One per line with screen text, in the file's order."""
+    unread: list[str] = field(default_factory=list)
+    """`StepRefusals.notes`: one line per cap that refused lines, with the counts; empty when none did."""
+
+
+def read_screen_reads(path: Path) -> ScreenReads:
+    """Screen texts of a steps.jsonl, tolerant of other agents' step formats (lines without text, and lines that
+    are not UTF-8 JSON, are skipped), read streaming within the caps (`StepRefusals`)."""
     reads: list[ScreenRead] = []
     if not path.exists():
-        return reads
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        return ScreenReads()
+    refusals = StepRefusals()
+    for n, line in _step_lines(path, refusals):
         try:
-            item = json.loads(line)
+            item = json.loads(line.decode("utf-8"))
         except ValueError:
             continue
         if not isinstance(item, dict):
@@ -338,7 +425,7 @@ def screen_reads(path: Path) -> list[ScreenRead]:
             package = obs.get("package", "") if isinstance(obs, dict) else ""
             reads.append(ScreenRead(step=step if isinstance(step, int) else n, text=text,
                                     package=package if isinstance(package, str) else ""))
-    return reads
+    return ScreenReads(reads, refusals.notes(path.name))
 
 
 def rescore_run_dir(task: Task, run_dir: Path, *, look: HarnessLook | None = None) -> ScoreResult:
