@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from farm import manifest as mf
+from farm.android.pull_limits import read_at_most, size_text
 from farm.report.model import OverrideRow
 from farm.results import duck
 from farm.scoring import overrides as ov
@@ -66,8 +67,15 @@ def named_sources(run_dir: Path) -> list[mf.OverrideSource]:
     return sources
 
 
-def _override_specs(run_dir: Path, extra: Sequence[Path], labels: dict[str, str]) -> list[ov.OverrideSpec]:
-    """`overrides.yaml`, the `--overrides` files and the named summary sections — nothing else is read."""
+MAX_SUMMARY_BYTES = 4 * 1024 * 1024
+"""Largest summary.md read for its 人工改判 section: it comes from the phone (a real one is a few KB); a larger one
+is not read, and the report's re-judgement table says so."""
+
+
+def _override_specs(run_dir: Path, extra: Sequence[Path], labels: dict[str, str],
+                    refused: list[OverrideRow]) -> list[ov.OverrideSpec]:
+    """`overrides.yaml`, the `--overrides` files and the named summary sections — nothing else is read. A summary
+    too large to read is added to `refused`."""
     specs: list[ov.OverrideSpec] = []
     if (run_dir / "overrides.yaml").is_file():
         specs += ov.load_overrides_yaml(run_dir / "overrides.yaml")
@@ -78,9 +86,16 @@ def _override_specs(run_dir: Path, extra: Sequence[Path], labels: dict[str, str]
         if not summary.is_file():
             # Named when it was pulled; a tree pruned since holds no re-judgements to apply.
             continue
-        text = summary.read_text(encoding="utf-8", errors="replace")
         # Reports show the device's label, never its serial (which the path holds).
         shown_as = f"{labels.get(source.device, source.device)}/{summary.name}"
+        data = read_at_most(summary, MAX_SUMMARY_BYTES)
+        if data is None:
+            refused.append(OverrideRow(
+                run=run_dir.name, task_id="-", device=labels.get(source.device, source.device), initial="-",
+                final="-", evidence=shown_as, applied=False,
+                note=f"refused: {summary.name} larger than {size_text(MAX_SUMMARY_BYTES)}: not read"))
+            continue
+        text = data.decode("utf-8", errors="replace")
         for spec in ov.parse_summary_section(text, source=shown_as):
             specs.append(spec.model_copy(update={"device": source.device}))
     return specs
@@ -102,10 +117,11 @@ def apply_overrides(
     each instance and repeat — on its own evidence.
     """
     wanted: list[tuple[Path, ov.OverrideSpec]] = []
+    refused: list[OverrideRow] = []
     for run_dir in run_dirs:
-        wanted += [(run_dir, spec) for spec in _override_specs(run_dir, extra, labels)]
+        wanted += [(run_dir, spec) for spec in _override_specs(run_dir, extra, labels, refused)]
     if not wanted:
-        return [], {}
+        return refused, {}
     con.execute("CREATE TEMP TABLE ovr_want (idx INTEGER, run VARCHAR, task_id VARCHAR, device VARCHAR)")
     con.executemany(
         "INSERT INTO ovr_want VALUES (?, ?, ?, ?)",
@@ -121,7 +137,7 @@ def apply_overrides(
     ).fetchall():
         matches.setdefault(idx, []).append((match[0], match[1], match[2], int(match[3]), bool(match[4]),
                                             match[5], match[6], match[7], match[8]))
-    rows: list[OverrideRow] = []
+    rows: list[OverrideRow] = list(refused)
     finals: dict[UnitKey, Final] = {}
     for idx, (run_dir, spec) in enumerate(wanted):
         run = run_dir.name

@@ -227,3 +227,16 @@ def test_evidence_outside_screen_text_and_answer_is_refused(tmp_path: Path, quot
     (run_dir / "overrides.yaml").write_text(f"- {{id: t1, from: fail, to: pass, evidence: '{quote}'}}\n")
     (row,) = aggregate([run_dir]).data.overrides
     assert not row.applied and "refused" in row.note
+
+
+def test_a_summary_from_the_phone_past_its_cap_is_not_read_and_the_table_says_so(tmp_path: Path) -> None:
+    from farm.report.overrides_apply import MAX_SUMMARY_BYTES
+
+    run_dir = _run(tmp_path, sources=[(SUMMARY, "S1")])
+    _summary(run_dir, SUMMARY, "- t2: 没通过 → 通过,证据:「最高温度 21°C」")
+    with (run_dir / SUMMARY).open("r+b") as handle:  # sparse: the size a phone could claim, no memory spent
+        handle.truncate(MAX_SUMMARY_BYTES + 1)
+    data = aggregate([run_dir]).data
+    (row,) = data.overrides
+    assert not row.applied and row.note == "refused: summary.md larger than 4 MiB: not read"
+    assert (data.overall.passed, row.device) == (1, "Pixel 7 · S1")
