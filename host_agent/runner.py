@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from farm.llm.loop import Policy
 from farm.results.device_line import DeviceCheck, DeviceMetrics, DeviceTokens, WrittenScore
 from farm.scoring import score
-from farm.scoring.evidence import Evidence, ScoreResult
+from farm.scoring.evidence import Evidence, ProbeReading, ScoreResult
 from farm.scoring.transcript import FinalFile
 from farm.taskset.model import Task
 from host_agent.actions import ActionEnv
@@ -54,10 +54,12 @@ def run_task(
     execution: str = "live",
     installed: Iterable[str] = (),
     on_takeover: OnTakeover = "cancel",
+    state_before: Mapping[str, ProbeReading] | None = None,
 ) -> TaskReport:
     """Run, verify, score and record one task; phone trouble becomes an `error` outcome, never a raise.
 
     `on_takeover="wait"` waits for the user to clear a barrier the agent handed over (see run_attempt).
+    `state_before`: the task's state probes as the harness read them just before (`host_agent.state_probes`).
     """
     task = spec.task
     known = frozenset(installed)
@@ -74,7 +76,8 @@ def run_task(
     except PhoneError as exc:  # the phone was gone before the first read
         writer.close()
         attempt = _failed_start(str(exc))
-    evidence = attempt.evidence.model_copy(update={"probes": dict(spec.probes)})
+    evidence = attempt.evidence.model_copy(
+        update={"probes": dict(spec.probes), "state_before": dict(state_before or {})})
     try:
         evidence = verify(task, evidence, phone, installed=known, alternatives=spec.alternatives)
     except PhoneError as exc:
@@ -107,14 +110,16 @@ def run_task(
     return TaskReport(line=line, result=result, evidence=evidence, attempt=attempt)
 
 
-def skip_task(spec: TaskSpec, tree: EvalTree, reason: str, *, execution: str = "live") -> WrittenScore:
-    """Record a task the executor will not run (e.g. no script for it), with its reason."""
+def skip_task(spec: TaskSpec, tree: EvalTree, reason: str, *, execution: str = "live",
+              failure_category: str | None = None) -> WrittenScore:
+    """Record a task the executor will not run (e.g. no script for it, or its goal already held: `failure_category`
+    `invalid_start`), with its reason."""
     from farm.manifest import utc_now
 
     task, now = spec.task, utc_now()
     line = WrittenScore(id=task.id, category=spec.directory or task.category, partition=task.partition,
                      expect=task.expect, outcome="skipped", passed=False, reason=reason, execution=execution,
-                     started_at=now, ended_at=now)
+                     started_at=now, ended_at=now, failure_category=failure_category)
     tree.add(line)
     return line
 

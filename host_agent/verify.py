@@ -107,4 +107,9 @@ def verify(
         # A look the agent never opened an app for still leaves a trace: the check names it.
         if isinstance(check, ScreenHas) and check.package_name.startswith("{app:") and not looks:
             looks.append(FreshLook(package=check.package_name, error="the agent opened no app to look in"))
-    return evidence.model_copy(update={"fresh_looks": looks, "probes_after": probes_after(task, phone)})
+    from host_agent.state_probes import keys_after, read_state
+
+    after = keys_after(task)
+    state = read_state(phone.shell, after) if after else {}
+    return evidence.model_copy(update={"fresh_looks": looks, "probes_after": probes_after(task, phone),
+                                       "state_after": state})

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from farm.android.options import HostSettings, RunOptions
     from farm.config import FarmConfig
+    from farm.scoring.evidence import ProbeReading
     from farm.taskset.model import Task
 
 ExecutorName = Literal["instrument", "host"]
@@ -77,6 +78,8 @@ class PhoneJob:
     """On-device path of the pushed task bundle (`-e evalTasks`)."""
     stop: threading.Event | None = None
     """Set when the user stopped the run (Ctrl-C, SIGTERM): start no new task, end the running one's wait."""
+    state_before: dict[str, dict[str, ProbeReading]] = field(default_factory=dict)
+    """Task id → its state probes as the harness read them just before the job (`host_agent.state_probes`)."""
 
 
 class ProgressSink(Protocol):

@@ -81,6 +81,7 @@ def take_looks(job: PhoneJob, finished: Sequence[str], progress: ProgressSink) -
         for rt, evidence in wanted:
             later = list(finished[finished.index(rt.id) + 1:]) if rt.id in finished else []
             look = _look(rt, evidence, phone, installed, why)
+            look = look.model_copy(update={"state_before": job.state_before.get(rt.id, {})})
             look = look.model_copy(update={"later_in_call": later, "app_file_replaced": rt.id in forged})
             run_dir = job.raw_dir / rt.id / "run"
             atomic_write_text(run_dir / HARNESS_LOOK_FILE, look.model_dump_json(by_alias=True, indent=1) + "\n")
@@ -119,7 +120,8 @@ def _look(rt: ResolvedTask, evidence: Evidence, phone: Phone | None, installed: 
         seen = verify(rt.task, evidence, phone, installed=installed, alternatives=rt.alternatives)
     except PhoneError as exc:
         return HarnessLook(at=at, error=" ".join(str(exc).split())[:300])
-    return HarnessLook(at=at, looks=seen.fresh_looks, probes_after=seen.probes_after, app_choices=seen.app_choices)
+    return HarnessLook(at=at, looks=seen.fresh_looks, probes_after=seen.probes_after, app_choices=seen.app_choices,
+                       state_after=seen.state_after)
 
 
 def _release(phone: Phone) -> None:

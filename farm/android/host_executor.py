@@ -159,7 +159,8 @@ class HostExecutor:
                     progress.task_finished(rt.id, "ignored")
                     continue
                 report = run_task(spec, phone, policy, tree, execution=execution, installed=installed,
-                                  on_takeover=job.options.agent.on_takeover or "cancel")
+                                  on_takeover=job.options.agent.on_takeover or "cancel",
+                                  state_before=job.state_before.get(rt.id))
                 status = _status(report.result.outcome, report.result.passed)
                 pending.remove(rt.id)
                 outcome.finished.append(rt.id)

@@ -98,6 +98,17 @@ class JudgeEvidence(CamelModel):
     """API, truncation or format error that left the attempt without a verdict."""
 
 
+class ProbeReading(CamelModel):
+    """One catalogue probe read by the harness: its parsed value, or why there is none."""
+
+    value: str | None = None
+    """The parsed value (a rows probe: its rows as canonical JSON); null when refused or unreadable."""
+    refused: str | None = None
+    """The phone's refusal (permission, missing provider), first line; a check on it reaches no verdict."""
+    error: str | None = None
+    """Why it could not be read or parsed (connection, output of an unexpected shape)."""
+
+
 class AttemptEvidence(CamelModel):
     """What the attempt itself left behind: what an agent (the on-device app too) may write. The harness's own
     observations are `Evidence`'s further fields, never taken from an agent."""
@@ -134,6 +145,10 @@ class Evidence(AttemptEvidence):
     """Probe values read before the task (`name` or `name:param` → value)."""
     probes_after: dict[str, str] = Field(default_factory=dict)
     """Probe outputs read by the harness after the task (probe_has checks)."""
+    state_before: dict[str, ProbeReading] = Field(default_factory=dict)
+    """Probes of the task's state checks and goalState, read by the harness just before the agent started."""
+    state_after: dict[str, ProbeReading] = Field(default_factory=dict)
+    """Probes of the task's state checks and probesAfter, read by the harness after the attempt."""
     app_choices: dict[str, str] = Field(default_factory=dict)
     """Package resolved for an `{app:…}` before the run → the handler of that capability the agent actually
     opened, which the harness looked at instead (seed 003: after the run, prefer the app the agent used)."""

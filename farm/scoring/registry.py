@@ -17,6 +17,7 @@ from farm.scoring.grounding import DEFAULT_WINDOW, answer_grounded
 from farm.scoring.judge import LlmJudge, llm_judge
 from farm.scoring.probe import probe_has
 from farm.scoring.screen import screen_has
+from farm.scoring.state import state_holds
 from farm.taskset.model import (
     AnswerContains,
     AnswerGrounded,
@@ -25,6 +26,7 @@ from farm.taskset.model import (
     ConfirmationShows,
     ProbeHas,
     ScreenHas,
+    StateCheck,
     Task,
 )
 
@@ -111,6 +113,15 @@ def _probe_has(check: ProbeHas, ctx: CheckContext) -> CheckResult:
     if ctx.no_look is not None:
         return CheckResult(type="probe_has", passed=False, detail=ctx.no_look)
     return probe_has(ctx.evidence.probes_after, check.probe, _target_text(check.text, check.marker, ctx))
+
+
+@register(StateCheck)
+def _state(check: StateCheck, ctx: CheckContext) -> CheckResult:
+    if ctx.no_look is not None:
+        return CheckResult(type="state", passed=False, detail=ctx.no_look)
+    marker = ctx.task.marker if ctx.task is not None else None
+    return state_holds(check, marker, ctx.evidence.state_before.get(check.probe),
+                       ctx.evidence.state_after.get(check.probe))
 
 
 @register(AskedUser)

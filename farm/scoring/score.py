@@ -18,6 +18,7 @@ _CHECK_CATEGORY = {
     "confirmation_shows": "perception",
     "screen_has": "app_state",
     "probe_has": "app_state",
+    "state": "app_state",
     "asked_user": "clarification",
 }
 _END_REASON: dict[EndKind, EndReason | None] = {

@@ -30,9 +30,9 @@ from farm.android.pull_limits import (
 from farm.camel import CamelModel
 from farm.errors import FarmError
 from farm.results.record import CheckResult, RunMetrics, Tokens
-from farm.scoring.evidence import EndKind, Evidence, FreshLook, HandOver, ScoreResult, ScreenRead
+from farm.scoring.evidence import EndKind, Evidence, FreshLook, HandOver, ProbeReading, ScoreResult, ScreenRead
 from farm.scoring.score import score
-from farm.taskset.model import ProbeHas, ScreenHas, Task
+from farm.taskset.model import ProbeHas, ScreenHas, StateCheck, Task
 
 
 class ObservationLine(CamelModel):
@@ -142,7 +142,8 @@ HARNESS_LOOK_FILE = "harness-look.json"
 """In `<id>/run/`, beside an on-device agent's transcript: the harness's own look after the attempt."""
 
 HARNESS_ONLY = {"fresh_looks": "freshLooks", "probes": "probes", "probes_after": "probesAfter",
-                "app_choices": "appChoices", "judge_verdicts": "judgeVerdicts"}
+                "app_choices": "appChoices", "judge_verdicts": "judgeVerdicts", "state_before": "stateBefore",
+                "state_after": "stateAfter"}
 """Evidence fields only the harness fills (field name → its key in final.json). A phone's final.json never
 supplies them: an app that could write its own fresh look could pass every write task on its word."""
 
@@ -170,6 +171,11 @@ class HarnessLook(CamelModel):
     app_choices: dict[str, str] = Field(default_factory=dict)
     """Package resolved before the run → the handler of that capability the attempt opened (from the transcript's
     packages), which the harness looked at instead."""
+    state_before: dict[str, ProbeReading] = Field(default_factory=dict)
+    """The task's state probes (`host_agent.state_probes`) as the harness read them just before the `am instrument`
+    call started."""
+    state_after: dict[str, ProbeReading] = Field(default_factory=dict)
+    """The task's state probes and probesAfter as the harness read them after the call."""
     later_in_call: list[str] = Field(default_factory=list)
     """Tasks that ended after this one in the same `am instrument` call, before the look: they may have changed
     the screens this look saw."""
@@ -182,8 +188,8 @@ class HarnessLook(CamelModel):
 
 def needs_look(task: Task) -> bool:
     """Whether the task has a check only the harness's look after the attempt can decide (screen_has,
-    probe_has)."""
-    return any(isinstance(c, ScreenHas | ProbeHas) for c in task.checks)
+    probe_has, state), or probes it reads after."""
+    return any(isinstance(c, ScreenHas | ProbeHas | StateCheck) for c in task.checks) or bool(task.probes_after)
 
 
 def read_harness_look(run_dir: Path) -> HarnessLook:
@@ -206,8 +212,14 @@ def with_look(evidence: Evidence, look: HarnessLook) -> Evidence:
         # As the host executor does when its verification fails: the phone, not the agent, failed.
         return evidence.model_copy(update={"end": "error",
                                            "end_reason": f"phone (the harness's look after the run): {look.error}"})
-    return evidence.model_copy(update={"fresh_looks": list(look.looks), "probes_after": dict(look.probes_after),
-                                       "app_choices": dict(look.app_choices)})
+    return evidence.model_copy(update=look_fields(look))
+
+
+def look_fields(look: HarnessLook) -> dict[str, object]:
+    """The evidence fields a harness look fills (every reader of a look takes exactly these)."""
+    return {"fresh_looks": list(look.looks), "probes_after": dict(look.probes_after),
+            "app_choices": dict(look.app_choices), "state_before": dict(look.state_before),
+            "state_after": dict(look.state_after)}
 
 
 @dataclass(frozen=True)

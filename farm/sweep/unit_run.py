@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from farm import manifest as mf
 from farm.android.bundle import bundle_device_path
+from farm.android.devices import shell
 from farm.android.executor import Executor, ExecutorName, ExecutorOutcome, PhoneJob, ProgressSink, ResolvedTask
 from farm.android.options import RunOptions
 from farm.android.phone_records import phone_records, summary_source
@@ -25,6 +26,7 @@ from farm.fsutil import atomic_write_text
 from farm.results.normalise import Context
 from farm.results.record import Execution, Record
 from farm.results.store import try_dir, unit_slug
+from farm.scoring.evidence import ProbeReading
 from farm.sweep.journal import Lease
 
 if TYPE_CHECKING:
@@ -76,6 +78,15 @@ def run_units(
     from adbutils import AdbError
 
     first = leases[0]
+    before, invalid = read_start_state(slot, [slot.resolved[lease.task_id] for lease in leases], opts)
+    started = [lease for lease in leases if lease.task_id not in invalid]
+    if not started:
+        return BatchResult([_invalid_start(lease, slot.resolved[lease.task_id], invalid[lease.task_id], opts,
+                                           run_id=run_id, slot=slot, execution=execution, executor=executor.name)
+                            for lease in leases],
+                           [], [], try_dir(run_dir, slot.serial, first.unit_id, first.attempt))
+    leases_run, leases = leases, started
+    first = leases[0]
     tasks = [slot.resolved[lease.task_id] for lease in leases]
     raw = try_dir(run_dir, slot.serial, first.unit_id, first.attempt)
     device_run = f"{run_id}.{unit_slug(first.unit_id)}.{first.attempt}"
@@ -86,6 +97,7 @@ def run_units(
         device=slot.device, serial=slot.serial, label=slot.label, run_id=device_run, tasks=tasks, options=opts,
         raw_dir=raw, device_eval_dir=opts.profile.eval_dir(device_run),
         device_bundle_path=bundle_device_path(opts.profile.resolved_files_dir(), device_run), stop=stop,
+        state_before=before,
     )
     ids = [rt.id for rt in tasks]
     try:
@@ -97,7 +109,47 @@ def run_units(
         outcome = ExecutorOutcome(unfinished=ids, infrastructure_error=text)
     results, rejected = score_units(leases, slot, tasks, outcome, raw, executor=executor.name, opts=opts,
                                     run_id=run_id, run_dir=run_dir, execution=execution)
-    return BatchResult(results, list(outcome.pull_refused), rejected, raw, outcome.stop_dispatch)
+    by_unit = {lease.unit_id: result for lease, result in zip(leases, results, strict=True)}
+    every = [by_unit.get(lease.unit_id) or _invalid_start(lease, slot.resolved[lease.task_id], invalid[lease.task_id],
+                                                          opts, run_id=run_id, slot=slot, execution=execution,
+                                                          executor=executor.name)
+             for lease in leases_run]
+    return BatchResult(every, list(outcome.pull_refused), rejected, raw, outcome.stop_dispatch)
+
+
+def read_start_state(slot: PhoneSlot, tasks: list[ResolvedTask], opts: RunOptions
+                     ) -> tuple[dict[str, dict[str, ProbeReading]], dict[str, str]]:
+    """Each task's state probes as the phone holds them now, just before its agent starts (task id → readings),
+    and the tasks whose goalState already holds (task id → why: `host_agent.state_probes.goal_already_met`)."""
+    from host_agent.state_probes import goal_already_met, keys_before, read_state
+
+    before: dict[str, dict[str, ProbeReading]] = {}
+    invalid: dict[str, str] = {}
+    for rt in tasks:
+        keys = keys_before(rt.task)
+        if not keys:
+            continue
+        before[rt.id] = read_state(lambda argv: shell(slot.device, argv, timeout=opts.stall_s), keys)
+        why = goal_already_met(rt.task, before[rt.id])
+        if why is not None:
+            invalid[rt.id] = why
+    return before, invalid
+
+
+def _invalid_start(lease: Lease, rt: ResolvedTask, why: str, opts: RunOptions, *, run_id: str, slot: PhoneSlot,
+                   execution: Execution, executor: ExecutorName) -> UnitResult:
+    """The record of a unit not run because its goal already held: skipped (counted apart, never a pass, never the
+    agent's failure), failure category `invalid_start`, the values seen in its reason."""
+    from host_agent.state_probes import INVALID_START
+
+    t = rt.task
+    record = Record(
+        run=run_id, lane="android", device=slot.serial, task_id=t.id, repeat=lease.repeat, attempt=lease.attempt,
+        category=rt.directory, partition=t.partition, expect=t.expect, outcome="skipped", passed=False,
+        reasons=[why], failure_category=INVALID_START, execution=execution, executor=executor,
+        split=opts.agent.split, source="harness", extra={"unit": lease.unit_id},
+    )
+    return UnitResult(record, infra=False)
 
 
 def score_units(

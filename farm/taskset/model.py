@@ -127,8 +127,70 @@ class ConfirmationShows(_Model):
     """Amount the card must show (price, count)."""
 
 
+StateOp = Literal["equals", "contains", "matches", "row", "changed", "increased", "decreased", "count_changed"]
+BEFORE_OPS = frozenset({"changed", "increased", "decreased", "count_changed"})
+"""Ops that compare the value after the attempt with the value read just before it started."""
+
+
+class StateCheck(_Model):
+    """The phone's state, read by the harness with a catalogue probe (`probes/`), holds what the task asks.
+
+    The probe is read just before the agent starts and again after it ends. `field` and `where` pick one value
+    out of a probe that gives rows (contacts, alarms, files…): the `field` of the one row whose fields contain
+    every `where` value (as whole tokens); without `field`, the probe's value itself."""
+
+    type: Literal["state"] = "state"
+    """Discriminator."""
+    probe: str = Field(min_length=1)
+    """Probe name (`night_mode`) or `name:param` (`setting_global:wifi_on`, `files:Documents/a.txt`)."""
+    op: StateOp
+    """`equals` / `contains` (a whole token) / `matches` (full regex) on the value after; `row`: a row with the
+    `where` fields exists after; `changed` (optionally from `before` to `value`), `increased`, `decreased`
+    (numbers) compare before with after; `count_changed`: rows matching `where` after minus before = `by`."""
+    value: str | None = None
+    """What the value after must be (equals, contains, matches; `changed`: the value it must end as); may hold
+    `{run}` and `{probe:…}` placeholders."""
+    marker: bool = Field(default=False, strict=True)
+    """True: `value` is the task's resolved marker."""
+    before: str | None = None
+    """`changed`: the value it must have started from (otherwise any different value)."""
+    field: str | None = None
+    """For a rows probe: which field of the selected row is the value."""
+    where: dict[str, str] = Field(default_factory=dict)
+    """For a rows probe: field → text a row's field must contain as a whole token (`{marker}` for the marker)."""
+    by: int | None = Field(default=None, strict=True)
+    """`count_changed`: the change in the number of matching rows (1: one added, -1: one deleted)."""
+
+    @model_validator(mode="after")
+    def _shape(self) -> StateCheck:
+        if self.marker and self.value is not None:
+            raise ValueError("give `value` or `marker: true`, not both")
+        has_value = self.value is not None or self.marker
+        if self.op in ("equals", "contains", "matches") and not has_value:
+            raise ValueError(f"op {self.op} needs `value` (or `marker: true`)")
+        if self.op in ("row", "count_changed") and not self.where:
+            raise ValueError(f"op {self.op} needs `where` (the fields a matching row has)")
+        if self.op in ("row", "count_changed") and self.field is not None:
+            raise ValueError(f"op {self.op} counts rows: `field` is for the other ops")
+        if (self.op == "count_changed") != (self.by is not None):
+            raise ValueError("`by` goes with op count_changed, and count_changed needs it")
+        if self.before is not None and self.op != "changed":
+            raise ValueError("`before` goes with op changed")
+        if self.op in ("increased", "decreased") and has_value:
+            raise ValueError(f"op {self.op} compares before with after: no `value`")
+        if self.op == "matches" and self.value is not None:
+            try:
+                re.compile(self.value)
+            except re.error as exc:
+                raise ValueError(f"value is not a regex: {exc}") from None
+        if self.field is not None and not self.where:
+            raise ValueError("`field` picks from the row `where` selects: give `where` too")
+        return self
+
+
 Check = Annotated[
-    AnswerContains | AnswerRegex | AnswerGrounded | ScreenHas | ProbeHas | AskedUser | ConfirmationShows,
+    AnswerContains | AnswerRegex | AnswerGrounded | ScreenHas | ProbeHas | AskedUser | ConfirmationShows
+    | StateCheck,
     Field(discriminator="type"),
 ]
 CHECK_TYPES = (
@@ -139,6 +201,7 @@ CHECK_TYPES = (
     "probe_has",
     "asked_user",
     "confirmation_shows",
+    "state",
 )
 
 
@@ -169,6 +232,12 @@ class Task(_Model):
     """Marker for data the task creates; contains `{run}` so every run's data is distinct."""
     probes_before: list[str] = Field(default_factory=list)
     """Catalogue probes (`name` or `name:param`) run before the task; fill `{probe:…}`."""
+    probes_after: list[str] = Field(default_factory=list)
+    """Catalogue probes the harness reads after the task besides those its checks name, kept with the evidence."""
+    goal_state: list[StateCheck] = Field(default_factory=list)
+    """The goal as state (ops equals, contains, matches, row), read before the agent starts: when every one
+    already holds, the attempt is not run and is recorded as an invalid start (never a pass, never the agent's
+    failure)."""
     answers: dict[str, str] = Field(default_factory=dict)
     """Automatic replies to `ask_user`, keyed by a word that appears in the question."""
     accept_takeover_on: list[TakeoverKind] | None = None
@@ -199,7 +268,16 @@ class Task(_Model):
             raise ValueError("marker must contain {run} so each run's data is distinct")
         return value
 
-    @field_validator("goal", "marker", "apps", "probes_before")
+    @field_validator("goal_state")
+    @classmethod
+    def _goal_state_ops(cls, value: list[StateCheck]) -> list[StateCheck]:
+        for check in value:
+            if check.op in BEFORE_OPS or check.type != "state":
+                raise ValueError(f"goalState holds what must be true at the end: op {check.op} compares "
+                                 "before with after (use equals, contains, matches or row)")
+        return value
+
+    @field_validator("goal", "marker", "apps", "probes_before", "probes_after")
     @classmethod
     def _placeholders_parse(cls, value: str | list[str] | None) -> str | list[str] | None:
         for text in [value] if isinstance(value, str) else value or []:
@@ -210,19 +288,30 @@ class Task(_Model):
     @classmethod
     def _check_placeholders_parse(cls, value: list[Check]) -> list[Check]:
         for check in value:
-            for name, text in vars(check).items():
-                if isinstance(text, str) and name != "type":
-                    placeholders.find(text)
+            for _where, text in _texts(check):
+                placeholders.find(text)
         return value
 
     def check_texts(self) -> list[tuple[str, str]]:
-        """Every string of the checks that may hold placeholders, as (field path, text)."""
+        """Every string of the checks (and of `goalState`) that may hold placeholders, as (field path, text)."""
         out: list[tuple[str, str]] = []
-        for i, check in enumerate(self.checks):
-            for name, value in check.model_dump(by_alias=True).items():
-                if isinstance(value, str) and name != "type":
-                    out.append((f"checks[{i}].{name}", value))
+        for key, checks in (("checks", self.checks), ("goalState", self.goal_state)):
+            for i, check in enumerate(checks):
+                out += [(f"{key}[{i}].{where}", text) for where, text in _texts(check)]
         return out
+
+
+def _texts(check: BaseModel) -> list[tuple[str, str]]:
+    """A check's strings that may hold placeholders (`where` values too), as (field on disk, text)."""
+    out: list[tuple[str, str]] = []
+    for name, value in check.model_dump(by_alias=True).items():
+        if name == "type":
+            continue
+        if isinstance(value, str):
+            out.append((name, value))
+        elif isinstance(value, dict):
+            out += [(f"{name}.{k}", v) for k, v in value.items() if isinstance(v, str)]
+    return out
 
 
 def goal_for_channel(goal: str, channel: Channel | None) -> str:

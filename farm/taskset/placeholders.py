@@ -10,7 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
+
+from pydantic import BaseModel
 
 if TYPE_CHECKING:
     from farm.taskset.model import Task
@@ -125,6 +127,9 @@ def substitute_all(text: str, value: str) -> str:
     return _replace(text, lambda _ph: value)
 
 
+C = TypeVar("C", bound=BaseModel)
+
+
 def resolve_task(
     task: Task, *, apps: Mapping[str, str], probes: Mapping[str, str], run: str
 ) -> Task:
@@ -136,20 +141,26 @@ def resolve_task(
     def fill(text: str, escape: Callable[[str], str] | None = None) -> str:
         return substitute(text, apps=apps, probes=probes, run=run, escape=escape)
 
-    checks = []
-    for check in task.checks:
-        escape = re.escape if check.type == "answer_regex" else None
-        updates = {
-            name: fill(value, escape)
-            for name, value in vars(check).items()
-            if isinstance(value, str) and name != "type"
-        }
-        checks.append(check.model_copy(update=updates))
+    def fill_check(check: C) -> C:
+        # Values inserted into a regex (answer_regex patterns, a state check's `matches`) are escaped.
+        regex = getattr(check, "type", None) == "answer_regex" or getattr(check, "op", None) == "matches"
+        updates: dict[str, object] = {}
+        for name, value in vars(check).items():
+            if name == "type":
+                continue
+            if isinstance(value, str):
+                updates[name] = fill(value, re.escape if regex and name in ("pattern", "value") else None)
+            elif isinstance(value, dict):
+                updates[name] = {k: fill(v) if isinstance(v, str) else v for k, v in value.items()}
+        return check.model_copy(update=updates)
+
     return task.model_copy(
         update={
             "goal": fill(task.goal),
             "apps": [fill(a) for a in task.apps],
             "marker": fill(task.marker) if task.marker is not None else None,
-            "checks": checks,
+            "checks": [fill_check(c) for c in task.checks],
+            "goal_state": [fill_check(c) for c in task.goal_state],
+            "probes_after": [fill(k) for k in task.probes_after],
         }
     )

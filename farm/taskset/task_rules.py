@@ -16,7 +16,7 @@ from farm.taskset.capabilities import Capability
 from farm.taskset.card_rules import check_irreversible
 from farm.taskset.layout import DIRECTORY_KIND, MINIMUMS, group_of
 from farm.taskset.loader import SPECIAL_SETS, LoadedTask
-from farm.taskset.model import AnswerRegex, AskedUser, Check, ProbeHas, ScreenHas, Task
+from farm.taskset.model import BEFORE_OPS, AnswerRegex, AskedUser, Check, ProbeHas, ScreenHas, StateCheck, Task
 from farm.taskset.probes import ProbeSpec, split_key
 from farm.taskset.violations import ViolationLog
 
@@ -101,6 +101,16 @@ def can_fail(check: Check) -> bool:
     if isinstance(check, AnswerRegex):
         return not matches_any_answer(check)
     return True
+
+
+def _finds_marker(check: Check, marker: str) -> bool:
+    """Whether a check looks for the task's marker (itself, or a text holding it)."""
+    if isinstance(check, ScreenHas | ProbeHas):
+        return check.marker or (check.text is not None and marker in check.text)
+    if isinstance(check, StateCheck):
+        texts = [check.value or "", *check.where.values()]
+        return check.marker or any(marker in x or x == "{marker}" for x in texts)
+    return False
 
 
 def _text_fields(task: Task) -> list[tuple[str, str]]:
@@ -207,15 +217,20 @@ class TaskRules(ViolationLog):
                         self.add(p, fld, "probe-before", f"{ph.text} is not listed in probesBefore",
                                  f'add "{ph.key}" to probesBefore')
         for i, check in enumerate(t.checks):
-            if isinstance(check, ProbeHas):
+            if isinstance(check, ProbeHas | StateCheck):
                 self.probe_key(p, f"checks[{i}].probe", check.probe)
+        for i, state in enumerate(t.goal_state):
+            self.probe_key(p, f"goalState[{i}].probe", state.probe)
+        for i, key in enumerate(t.probes_after):
+            self.probe_key(p, f"probesAfter[{i}]", key)
         for i, req in enumerate(t.requires):
             if req.startswith("app:") and req[4:] not in self.caps:
                 self.add(p, f"requires[{i}]", "capability", f"unknown capability in {req!r}",
                          f"use one of {', '.join(sorted(self.caps))}")
 
     def probe_key(self, path: Path, fld: str, key: str) -> bool:
-        name, param = split_key(key)
+        # A parameter may carry the run's marker (`files:Download/note-{run}.txt`): checked as a run would fill it.
+        name, param = split_key(placeholders.substitute_all(key, "run1") if "{" in key else key)
         spec = self.catalogue.get(name)
         if spec is None:
             self.add(path, fld, "probe", f"unknown probe {name!r}",
@@ -253,17 +268,19 @@ class TaskRules(ViolationLog):
         if t.category != "write":
             return
         if t.marker is None:
+            # A setting has no room for a marker: the phone's state, read before and after, is the evidence, and a
+            # goalState keeps a phone already in the goal state from counting as a pass.
+            if any(isinstance(c, StateCheck) and c.op in BEFORE_OPS for c in t.checks) and t.goal_state:
+                return
             self.add(p, "marker", "write-marker", "write task has no marker",
-                     'add "marker": "AF-{run}-<what>", name it in the goal and find it with screen_has')
+                     'add "marker": "AF-{run}-<what>", name it in the goal and find it with screen_has (a setting '
+                     'change instead: a state check comparing before with after, and goalState)')
             return
         if t.marker not in t.goal:
             self.add(p, "goal", "marker-in-goal", f"goal does not name the marker {t.marker!r}",
                      "write the marker into the goal so the created data carries it")
-        if not any(
-            isinstance(c, ScreenHas | ProbeHas) and (c.marker or (c.text is not None and t.marker in c.text))
-            for c in t.checks
-        ):
-            self.add(p, "checks", "marker-checked", "no screen_has/probe_has check finds the marker",
+        if not any(_finds_marker(c, t.marker) for c in t.checks):
+            self.add(p, "checks", "marker-checked", "no screen_has/probe_has/state check finds the marker",
                      'add {"type": "screen_has", "marker": true, "packageName": "{app:<capability>}"}')
 
     def asks(self, lt: LoadedTask) -> None:

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import from_json
 
 from farm.scoring.evidence import Evidence
-from farm.scoring.transcript import HARNESS_LOOK_FILE, HARNESS_ONLY, FinalFile, HarnessLook
+from farm.scoring.transcript import HARNESS_LOOK_FILE, HARNESS_ONLY, FinalFile, HarnessLook, look_fields
 from farm.view.files import IMAGE_TYPES, Refused, inside
 from farm.view.tap_marks import ImageSize, Mark, image_size, mark_for
 from farm.view.units import Unit
@@ -371,8 +371,7 @@ def _app_evidence(run_dir: Path, evidence: str, written: dict[str, Any]) -> tupl
     if problem is not None:
         problems.append(problem)
     if look is not None:
-        found = found.model_copy(update={"fresh_looks": list(look.looks), "probes_after": dict(look.probes_after),
-                                         "app_choices": dict(look.app_choices)})
+        found = found.model_copy(update=look_fields(look))
         if look.error is not None:
             problems.append(f"the harness could not look at the phone after the attempt: {look.error}")
     return found, problems

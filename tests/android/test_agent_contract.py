@@ -22,6 +22,7 @@ from farm.android.options import AgentOptions, RunOptions
 from farm.config import FarmConfig
 from farm.results.device_line import DeviceScore
 from farm.scoring.evidence import Evidence
+from farm.scoring.transcript import HARNESS_ONLY
 from farm.taskset.model import Task
 from farm.taskset.placeholders import resolve_task
 
@@ -154,7 +155,8 @@ def test_app_evidence_is_the_harness_evidence_without_its_own_fields() -> None:
     theirs = Evidence.model_fields
     assert set(mine) <= set(theirs)
     assert all(mine[n].annotation == theirs[n].annotation for n in mine)
-    assert set(theirs) - set(mine) == {"fresh_looks", "probes", "probes_after", "app_choices", "judge_verdicts"}
+    assert set(theirs) - set(mine) == set(HARNESS_ONLY) == {"fresh_looks", "probes", "probes_after", "app_choices",
+                                                           "judge_verdicts", "state_before", "state_after"}
     full = AppEvidence.model_validate({"end": "confirmation", "confirmations": [{"action": "发送"}],
                                        "asks": [{"step": 2, "question": "几点?", "reply": "7点"}]})
     assert Evidence.model_validate(full.model_dump(by_alias=True)).confirmations[0].action == "发送"

@@ -177,7 +177,35 @@ def test_write_task_needs_marker(taskset: TaskSetBuilder) -> None:
     path = taskset.edit("write-5", marker=None, checks=[{"type": "screen_has", "text": "买牛奶",
                                                          "packageName": "{app:notes}"}])
     assert_only(taskset, "write-marker", f"{path}: marker: write task has no marker — add \"marker\": "
-                "\"AF-{run}-<what>\", name it in the goal and find it with screen_has")
+                "\"AF-{run}-<what>\", name it in the goal and find it with screen_has (a setting change instead: a "
+                "state check comparing before with after, and goalState)")
+
+
+def test_a_setting_task_without_a_marker_needs_a_before_after_state_check_and_a_goal_state(
+    taskset: TaskSetBuilder
+) -> None:
+    state = {"type": "state", "probe": "setting_global:wifi_on", "op": "changed", "before": "0", "value": "1"}
+    goal = [{"probe": "setting_global:wifi_on", "op": "equals", "value": "1"}]
+    taskset.edit("write-5", goal="帮我把 Wi-Fi 打开", marker=None, checks=[state], goalState=goal)
+    assert check_tasks(taskset.root).violations == []
+    path = taskset.edit("write-5", goalState=[])
+    assert_only(taskset, "write-marker", f"{path}: marker: write task has no marker — add \"marker\": "
+                "\"AF-{run}-<what>\", name it in the goal and find it with screen_has (a setting change instead: a "
+                "state check comparing before with after, and goalState)")
+
+
+def test_a_state_checks_probe_must_be_in_the_catalogue_and_its_file_under_shared_storage(
+    taskset: TaskSetBuilder
+) -> None:
+    path = taskset.edit("write-5", checks=[{"type": "state", "probe": "files:/sdcard/Download", "op": "row",
+                                            "where": {"name": "{marker}"}}])
+    found = [(v.code, v.line()) for v in check_tasks(taskset.root).violations]
+    # Named relative to shared storage (the probe adds /sdcard), never by a path of the phone.
+    assert any(code == "probe" and "checks[0].probe" in line for code, line in found), found
+    taskset.edit("write-5", checks=[{"type": "state", "probe": "no_such_probe", "op": "equals", "marker": True}])
+    assert_only(taskset, "probe", f"{path}: checks[0].probe: unknown probe 'no_such_probe' — use one of "
+                + ", ".join(sorted(p.stem for p in (Path(__file__).parents[2] / "probes").glob("*.yaml")))
+                + " or add probes/no_such_probe.yaml")
 
 
 def test_write_goal_names_the_marker(taskset: TaskSetBuilder) -> None:
@@ -188,7 +216,7 @@ def test_write_goal_names_the_marker(taskset: TaskSetBuilder) -> None:
 
 def test_write_checks_find_the_marker(taskset: TaskSetBuilder) -> None:
     path = taskset.edit("write-5", checks=[{"type": "answer_grounded"}])
-    assert_only(taskset, "marker-checked", f"{path}: checks: no screen_has/probe_has check finds the marker — "
+    assert_only(taskset, "marker-checked", f"{path}: checks: no screen_has/probe_has/state check finds the marker — "
                 "add {\"type\": \"screen_has\", \"marker\": true, \"packageName\": \"{app:<capability>}\"}")
 
 
