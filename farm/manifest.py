@@ -40,6 +40,19 @@ class CodeFingerprint(BaseModel):
     """agent-farm version."""
 
 
+class AppVersion(BaseModel):
+    """The version of one app installed on a phone, as `dumpsys package <pkg>` gave it when the run started."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    package: str = Field(min_length=1)
+    """Package name (the agent app's, or one a selected task names in `apps` or `requires: installed:<pkg>`)."""
+    version_name: str | None = None
+    """`versionName=`; null when the phone's package block has none."""
+    version_code: int | None = None
+    """`versionCode=`; null when the phone's package block has none."""
+
+
 class PhoneEntry(BaseModel):
     """A phone seen by the run, used or left out."""
 
@@ -62,6 +75,9 @@ class PhoneEntry(BaseModel):
     """Whether the run used the phone."""
     reason: str | None = None
     """Why a phone was left out (health gate)."""
+    apps: list[AppVersion] = Field(default_factory=list)
+    """Versions of the agent app and of every app the phone's selected tasks touch, read before its first unit (a
+    package not installed is absent); empty for a phone left out, and in runs recorded before versions were."""
 
 
 class TaskEntry(BaseModel):

@@ -15,8 +15,7 @@ from farm import manifest as manifests
 from farm.errors import FarmError
 from farm.report.headline import planned_units, rate_row
 from farm.report.model import RateRow
-from farm.report.paired import RunSetup
-from farm.report.run_setup import run_setup
+from farm.report.run_setup import SideSetup, run_setup
 
 if TYPE_CHECKING:
     import duckdb
@@ -51,8 +50,9 @@ def side_headline(con: duckdb.DuckDBPyConnection, run_dir: Path, *, include_hold
                        key=run_dir.name)
 
 
-def side_setup(con: duckdb.DuckDBPyConnection, run_dir: Path, *, include_holdout: bool) -> RunSetup:
-    """What one run of a comparison measured (`farm.report.run_setup`), with its holdout units left out."""
+def side_setup(con: duckdb.DuckDBPyConnection, run_dir: Path, *, include_holdout: bool) -> SideSetup:
+    """What one run of a comparison measured (`farm.report.run_setup`), with its holdout units left out, and its
+    phones with their app versions (what the comparison says changed beside the settings)."""
     hidden = 0
     if not include_holdout:
         row = con.execute("SELECT count(*) FROM latest WHERE partition = 'holdout' AND run = ?",
@@ -64,4 +64,5 @@ def side_setup(con: duckdb.DuckDBPyConnection, run_dir: Path, *, include_holdout
             manifest = manifests.load(run_dir)
         except FarmError:
             pass  # the manifest's own problems are the runs table's to report; the side then records no lane
-    return run_setup(run_dir, manifest, include_holdout=include_holdout, hidden_holdout=hidden)
+    setup = run_setup(run_dir, manifest, include_holdout=include_holdout, hidden_holdout=hidden)
+    return SideSetup(**dict(setup), phones=manifest.phones if manifest is not None else [])

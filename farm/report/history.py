@@ -18,9 +18,10 @@ from farm.errors import FarmError
 from farm.fsutil import atomic_write_text, create_new_text
 from farm.report.charts import rate_chart
 from farm.report.history_data import History, NightRow, PairChange
-from farm.report.history_model import NightCount, TaskCell, TaskRow
+from farm.report.history_model import AppChange, NightCount, TaskCell, TaskRow
 from farm.report.markdown import md_text, pct
 from farm.report.model import RateRow
+from farm.report.run_setup import app_changes_by_phone
 
 HISTORY_FILES = ("history.md", "history.html")
 _NUMERIC = {"attempted", "passed", "errors", "rate", "planned", "skipped", "phones used", "left out", "repeat",
@@ -29,6 +30,10 @@ _NUM_CLASS = ' class="n"'
 _TITLE_REASON = 120
 """Characters of a unit's reason in its link's tooltip: the grid repeats it in every cell."""
 _RATE_HEAD = ["attempted", "passed", "errors", "rate", "95% CI (Wilson)", "planned", "skipped"]
+_NIGHT_APPS = 3
+"""App version changes a night's row names (the same change on several phones counts once); the section lists all."""
+MAX_APP_ROWS = 200
+"""Rows of the app version changes table (the newest nights' are kept)."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,9 @@ class _Section:
     chart: str = ""
     """Inline SVG, html only."""
     empty: str = "None."
+    quoted: list[str] = field(default_factory=list)
+    """Lines (after `text`) that hold phone- or record-written text: escaped in the Markdown too, where `text`, this
+    module's own words, is written as it is."""
 
 
 def default_out_dir(runs_dir: Path, label: str | None, newest: str) -> Path:
@@ -157,12 +165,37 @@ def _counting(h: History) -> list[str]:
     ]
 
 
+def _night_apps(changes: list[AppChange]) -> str:
+    """One night's app version changes in its rate row: `com.tencent.mm 8.0.50 → 8.0.51 (3 phones)`, the same change
+    on several phones once, at most `_NIGHT_APPS` of them."""
+    phones: dict[str, list[str]] = {}
+    for c in changes:
+        phones.setdefault(c.text(), []).append(c.phone)
+    shown = [f"{text} ({on[0] if len(on) == 1 else f'{len(on)} phones'})" for text, on in phones.items()]
+    more = len(shown) - _NIGHT_APPS
+    return "; ".join(shown[:_NIGHT_APPS]) + (f"; +{more} more" if more > 0 else "")
+
+
+def _apps(h: History) -> _Section:
+    shown = h.app_changes[-MAX_APP_ROWS:]
+    more = len(h.app_changes) - len(shown)
+    return _Section(
+        f"App version changes ({len(h.app_changes)})", ["between", "phone", "package", "before → after"],
+        [[f"{c.before_run} → {c.after_run}", c.phone, c.package, " → ".join(c.versions())] for c in shown],
+        ["Versions of the agent app and of the apps the tasks touch, read on each phone before its first unit,"
+         " against that phone's previous night with versions recorded: an app update may move a rate with no"
+         " change of the agent's.", *([f"{more} older changes not shown."] if more else [])],
+    )
+
+
 def _sections(h: History) -> list[_Section]:
     nights = h.nights
     out = [_Section(
-        "Pass rate per night", ["night", "created", "status", *_RATE_HEAD, "phones used", "left out"],
+        "Pass rate per night", ["night", "created", "status", *_RATE_HEAD, "phones used", "left out",
+                                "app versions changed"],
         [[(_Link(n.run_id + _mark(n), n.report),), n.created_at, n.status,
-          *_rate_cells(n.overall), str(n.phones_used), str(n.phones_left_out)] for n in nights],
+          *_rate_cells(n.overall), str(n.phones_used), str(n.phones_left_out),
+          _night_apps([c for c in h.app_changes if c.after_run == n.run_id])] for n in nights],
         chart=rate_chart([_bar(n, n.overall) for n in nights]),
     )]
     for category in sorted({c.key for n in nights for c in n.by_category}):
@@ -182,7 +215,8 @@ def _sections(h: History) -> list[_Section]:
             f" · exact McNemar p = {p} (two-sided, over those pairs).",
             *(f"⚠ {n.run_id} is {n.status}: the comparison covers only the units it ran." for n in nights[-2:]
               if n.status != "finished"),
-        ], empty=""))
+        ], empty="", quoted=[f"App versions changed on the newest night: {line}." for line in
+                             app_changes_by_phone([c for c in h.app_changes if c.after_run == h.newest])]))
         out += [
             _changes("Regressions", h.regressions, "Every judged unit passed on the previous night; at least one"
                      " failed on the newest."),
@@ -202,6 +236,7 @@ def _sections(h: History) -> list[_Section]:
         out.append(_flaky(h))
     if h.tasks or h.tasks_more:
         out.append(_grid(h))
+    out.append(_apps(h))
     out.append(_Section(
         f"Phone health changes ({len(h.health)})", ["between", "phone", "change", "reason"],
         [[f"{c.before_run} → {c.after_run}", c.phone, c.kind.replace("_", " "), c.reason or ""] for c in h.health],
@@ -257,7 +292,7 @@ def render_history_markdown(h: History, *, runs_link: str = "") -> str:
     lines = [f"# {_title(h)}", "", f"Runs read from {h.runs_dir}; newest night {h.newest}."]
     lines += [f"\n{t}" for t in _counting(h)] + [f"\n**Warning:** {md_text(w)}" for w in h.warnings]
     for s in _sections(h):
-        lines += ["", f"{'#' * s.level} {s.title}", *(f"\n{t}" for t in s.text)]
+        lines += ["", f"{'#' * s.level} {s.title}", *(f"\n{t}" for t in s.text), *(f"\n{md_text(t)}" for t in s.quoted)]
         if s.rows:
             lines += ["", "| " + " | ".join(md_text(c) for c in s.head) + " |",
                       "|" + "|".join("---:" if c in _NUMERIC else "---" for c in s.head) + "|"]
@@ -287,7 +322,7 @@ def render_history_html(h: History, *, runs_link: str = "") -> str:
     parts += [f'<p class="warn">Warning: {escape(w)}</p>' for w in h.warnings]
     for s in _sections(h):
         parts.append(f"<h{s.level}>{escape(s.title)}</h{s.level}>")
-        parts += [f"<p>{escape(t)}</p>" for t in s.text]
+        parts += [f"<p>{escape(t)}</p>" for t in [*s.text, *s.quoted]]
         parts.append(s.chart)  # built from numbers and escaped labels by rate_chart
         if s.rows:
             parts.append('<div class="scroll"><table><tr>' + "".join(f"<th>{escape(c)}</th>" for c in s.head)

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from farm import manifest as manifests
 from farm.errors import FarmError
-from farm.manifest import Manifest
+from farm.manifest import Manifest, PhoneEntry
 from farm.phone_name import PhoneId, from_manifests
 from farm.report.aggregate import phone_rows
 from farm.report.headline import (
@@ -35,6 +35,7 @@ from farm.report.headline import (
 )
 from farm.report.history_grid import DEFAULT_FLAKY_NIGHTS, NightUnits, compare_pairs, grid, pair_tallies
 from farm.report.history_model import (
+    AppChange,
     ErrorUnit,
     FlakyTask,
     HealthChange,
@@ -42,13 +43,14 @@ from farm.report.history_model import (
     NightRow,
     PairChange,
 )
+from farm.report.run_setup import app_version_changes
 from farm.results import duck
 from farm.results.damage import damage_text
 from farm.results.record import Record
 from farm.results.stats import mcnemar_exact
 
-__all__ = ["DEFAULT_FLAKY_NIGHTS", "ErrorUnit", "FlakyTask", "HealthChange", "History", "NightRow", "PairChange",
-           "build_history", "load_history", "read_night", "select_runs"]
+__all__ = ["DEFAULT_FLAKY_NIGHTS", "AppChange", "ErrorUnit", "FlakyTask", "HealthChange", "History", "NightRow",
+           "PairChange", "build_history", "load_history", "read_night", "select_runs"]
 
 DEFAULT_LAST = 14
 """Nights shown by default."""
@@ -129,6 +131,25 @@ def _health(nights: Sequence[Night], labels: dict[str, str]) -> list[HealthChang
     return out
 
 
+def _app_changes(nights: Sequence[Night], labels: dict[str, str]) -> list[AppChange]:
+    """Each phone's app versions against its own previous night with versions recorded (a night it missed, or was
+    left out of, is skipped over): `app_version_changes`, night by night."""
+    out: list[AppChange] = []
+    last: dict[str, tuple[str, PhoneEntry]] = {}
+    for night in nights:
+        run, changed = night.manifest.run_id, list[AppChange]()
+        for phone in night.manifest.phones:
+            if not phone.apps:
+                continue
+            if phone.serial in last:
+                before_run, before = last[phone.serial]
+                changed += [AppChange(**dict(c), before_run=before_run, after_run=run)
+                            for c in app_version_changes([before], [phone], labels)]
+            last[phone.serial] = (run, phone)
+        out += sorted(changed, key=lambda c: (c.phone, c.package))
+    return out
+
+
 def build_history(
     nights: Sequence[Night], *, label: str | None = None, runs_dir: str = "", include_holdout: bool = False,
     warnings: Sequence[str] = (), flaky_nights: int = DEFAULT_FLAKY_NIGHTS,
@@ -168,7 +189,7 @@ def build_history(
         regressions=kinds["regression"], fixes=kinds["fix"], new=kinds["new"], gone=kinds["gone"],
         mcnemar_p=mcnemar_exact(len(kinds["regression"]), len(kinds["fix"])) if len(nights) >= 2 else None,
         errors=errors, health=_health(nights, labels), warnings=list(warnings),
-        phones=phone_rows(phones),
+        phones=phone_rows(phones), app_changes=_app_changes(nights, labels),
         **grid([NightUnits(n.manifest.run_id, path, n.records) for n, path in zip(nights, paths, strict=True)],
                phone, k=min(flaky_nights, len(nights)), regressions=kinds["regression"]),
     )

@@ -1,5 +1,5 @@
 """The typed outputs of `farm history`: one row per night, the pair changes, flaky tasks, the task × night grid,
-errors, health.
+errors, health, app version changes.
 
 Links (`NightRow.report`, `UnitLink.evidence`) are paths relative to `History.runs_dir`, with `/` separators; the
 renderings make them relative to the file they are written into.
@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from farm.report.model import PhoneRow, RateRow
+from farm.report.run_setup import AppVersionChange
 
 RunStatus = Literal["running", "finished", "failed", "interrupted"]
 
@@ -181,6 +182,15 @@ class HealthChange(_M):
     """Why the health gate left it out (the later night's reason, or the earlier one's for `back`)."""
 
 
+class AppChange(AppVersionChange):
+    """An app whose version on a phone changed from that phone's previous night (`app_version_changes`)."""
+
+    before_run: str
+    """The phone's previous night that recorded versions (the night before, unless the phone missed nights)."""
+    after_run: str
+    """The night it had the new version."""
+
+
 class History(_M):
     """Night over night for one label: rates per night and the changes of the newest night."""
 
@@ -229,5 +239,8 @@ class History(_M):
     """Phone health changes between consecutive nights, oldest first."""
     phones: list[PhoneRow] = Field(default_factory=list)
     """Every phone of these nights by its stable name, with its serial and adb server (the newest night's)."""
+    app_changes: list[AppChange] = Field(default_factory=list)
+    """App versions that changed on a phone against its previous night, oldest night first (then by phone and
+    package); nights recorded before versions were say nothing."""
     warnings: list[str]
     """Damaged record lines skipped, run directories left out, and why."""

@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING
 from farm.report.charts import VERDICT_SYMBOLS, VERDICT_WORDS, duration
 from farm.report.headline import headline_text
 from farm.report.model import CountRow, OverrideRow, ReportData, SinceRow, SumRow
-from farm.report.run_setup import differences_text, setup_text
+from farm.report.run_setup import (
+    AppVersionChange,
+    SideSetup,
+    app_changes_by_phone,
+    app_version_changes,
+    differences_text,
+    setup_text,
+)
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -123,6 +130,15 @@ def compared_lines(data: ReportData) -> list[str]:
     return [f"A — {c.run_a}: {setup_text(c.setup_a)}", f"B — {c.run_b}: {setup_text(c.setup_b)}", last]
 
 
+def compared_apps(data: ReportData) -> list[AppVersionChange]:
+    """The apps whose version differs between the two runs of a comparison, per phone (`app_version_changes` over
+    the sides' manifests; phones by the report's names); empty for one run, or when a side recorded no versions."""
+    c = data.comparison
+    if c is None or not isinstance(c.setup_a, SideSetup) or not isinstance(c.setup_b, SideSetup):
+        return []
+    return app_version_changes(c.setup_a.phones, c.setup_b.phones, {p.serial: p.name for p in data.phones})
+
+
 def category_change(o: OverrideRow) -> str:
     """`route → perception`, or the one category when unchanged (empty when there is none)."""
     if o.category_from == o.category_to:
@@ -178,6 +194,7 @@ def template_globals(data: ReportData) -> dict[str, object]:
         "run_label": lambda run: run_label(data, run),
         "symbols": VERDICT_SYMBOLS, "words": VERDICT_WORDS, "table_rows": table_rows, "duration": duration,
         "two_runs": len(data.runs) > 1, "side_headlines": side_headlines(data), "compared": compared_lines(data),
+        "compared_apps": app_changes_by_phone(compared_apps(data)),
     }
 
 

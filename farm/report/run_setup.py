@@ -20,16 +20,22 @@ Holdout policy: `none planned` when the run plans no holdout unit — its androi
 `counted` or `hidden`, as the report counts holdout (`include_holdout`; by default `holdout_counted`: counted where
 the run planned them). A run and the previous one are comparable only under one policy: this report's for this
 run, the previous run's own report's for it (so the number the since line starts from is the one that run showed).
+
+App versions (`PhoneEntry.apps`: the agent app's and the tasks' apps', read before each phone's first unit) are no
+setting: the farm does not choose them, and a nightly run after an app update is still like with like for `since`.
+What changed is said beside the numbers instead: `app_version_changes` compares two runs' phones, the one
+computation `farm history` (night over night, per phone) and a comparison of two runs (`SideSetup`) both show.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pydantic import JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from farm.manifest import LaneEntry, Manifest
+from farm.manifest import AppVersion, LaneEntry, Manifest, PhoneEntry
 from farm.report.headline import HOLDOUT_SPLITS, planned_units
 from farm.report.paired import HoldoutPolicy, LaneSetup, RunSetup, Setting, SettingDiff
 
@@ -163,3 +169,74 @@ def differences_text(diffs: list[SettingDiff]) -> str:
     listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
     that = "that setting" if len(diffs) == 1 else "those settings"
     return f"A and B differ in {listed}: this is an A/B of {that}."
+
+
+class SideSetup(RunSetup):
+    """One run of a comparison: what it measured, and its phones with the app versions each had."""
+
+    phones: list[PhoneEntry] = Field(default_factory=list)
+    """The phones its manifest lists (`PhoneEntry.apps`: versions read before each one's first unit); what a
+    comparison's `app_version_changes` reads."""
+
+
+class AppVersionChange(BaseModel):
+    """An app whose version on one phone differs between two runs (an earlier night and a later one, or A and B)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    phone: str
+    """The phone's stable name (`farm.phone_name`)."""
+    serial: str
+    """Its serial: the phones of the two runs are paired by it."""
+    package: str
+    """The app."""
+    before: AppVersion
+    """Its version in the earlier run (A)."""
+    after: AppVersion
+    """Its version in the later run (B)."""
+
+    def versions(self) -> tuple[str, str]:
+        """(before, after) in words: the version names, with the codes when the names alone do not tell them apart
+        (`8.0.50 (code 2540)`), `code N` when a phone gave no name, `unknown` when it gave neither."""
+        codes = self.before.version_name == self.after.version_name
+
+        def one(v: AppVersion) -> str:
+            if v.version_name is None:
+                return "unknown" if v.version_code is None else f"code {v.version_code}"
+            return f"{v.version_name} (code {v.version_code})" if codes and v.version_code is not None \
+                else v.version_name
+
+        return one(self.before), one(self.after)
+
+    def text(self) -> str:
+        """`com.tencent.mm 8.0.50 → 8.0.51`."""
+        before, after = self.versions()
+        return f"{self.package} {before} → {after}"
+
+
+def app_version_changes(before: Sequence[PhoneEntry], after: Sequence[PhoneEntry],
+                        names: Mapping[str, str]) -> list[AppVersionChange]:
+    """The apps whose version differs between two runs' phones (`Manifest.phones` of the earlier run, of the later
+    one), by phone name then package. Phones pair by serial (`names`: serial → stable name; the serial when it has
+    none); only a phone that recorded versions in both, and only a package both recorded (one not installed, or not
+    touched by that run's tasks, is absent from a list: nothing is said of it), name (or code) compared."""
+    earlier = {p.serial: p for p in before if p.apps}
+    out: list[AppVersionChange] = []
+    for phone in after:
+        was = earlier.get(phone.serial)
+        if was is None or not phone.apps:
+            continue
+        old = {a.package: a for a in was.apps}
+        out += [AppVersionChange(phone=names.get(phone.serial, phone.serial), serial=phone.serial, package=a.package,
+                                 before=old[a.package], after=a)
+                for a in phone.apps if a.package in old and old[a.package] != a]
+    return sorted(out, key=lambda c: (c.phone, c.package))
+
+
+def app_changes_by_phone(changes: Sequence[AppVersionChange]) -> list[str]:
+    """`Pixel 8 · S1: com.tencent.mm 8.0.50 → 8.0.51, dev.agentfarm.simagent 0.9.0 → 1.0.0`, one line per phone (in
+    the order given)."""
+    by_phone: dict[str, list[str]] = {}
+    for c in changes:
+        by_phone.setdefault(c.phone, []).append(c.text())
+    return [f"{phone}: {', '.join(texts)}" for phone, texts in by_phone.items()]

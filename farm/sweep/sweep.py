@@ -46,6 +46,7 @@ from farm.results.normalise import Context, error_record
 from farm.results.record import Execution, Record
 from farm.results.store import RECORDS_FILE, ReadProblems, RunStore, is_run_dir
 from farm.signals import stop_on_signals
+from farm.sweep.app_versions import fleet_versions
 from farm.sweep.identity import sweep_identity
 from farm.sweep.journal import Journal, UnitRow, is_complete, read_meta, run_status
 from farm.sweep.lock import farm_lock, lock_path
@@ -301,7 +302,9 @@ class Sweep:
             run_id=run_id, created_at=mf.utc_now(), command=req.command, code=mf.code_fingerprint(),
             config=mf.redact(self.cfg.model_dump(mode="json")), label=req.label,
             tasks=[mf.TaskEntry(id=t.task.id, sha256=t.sha256) for t in tasks],
-            phones=_phone_entries(fleet),
+            # Before any unit: which versions of the agent app and of the tasks' apps the results come from.
+            phones=_phone_entries(fleet, fleet_versions(
+                fleet, opts.profile.package if req.executor == "instrument" else None)),
             notes=[f"adb server unreachable: {u}" for u in fleet.unreachable] + fleet.duplicates
             + ([set_wide] if set_wide else []) + _lease_notes(fleet),
         )
@@ -661,10 +664,11 @@ def _adopt(into: mf.Manifest, planned: mf.Manifest, *, existing: bool) -> None:
     into.notes += planned.notes
 
 
-def _phone_entries(fleet: Fleet) -> list[mf.PhoneEntry]:
+def _phone_entries(fleet: Fleet, apps: dict[str, list[mf.AppVersion]] | None = None) -> list[mf.PhoneEntry]:
     return [
         mf.PhoneEntry(serial=h.serial, adb_server=h.server, name=h.name, model=h.model, android=h.android,
-                      agent_version=h.agent_version, status="used" if h.ok else "left_out", reason=h.reason)
+                      agent_version=h.agent_version, status="used" if h.ok else "left_out", reason=h.reason,
+                      apps=(apps or {}).get(h.serial, []))
         for h in fleet.healths
     ]
 

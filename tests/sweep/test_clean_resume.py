@@ -109,8 +109,9 @@ def test_a_lost_adb_server_then_a_resume_leaves_one_row_per_unit_and_attempt_for
         req = sweep_request(tmp_path, tasks, config=cfg, run_id="lost", repeats=2, quarantine_after=1)
         with after_records(1, lambda _d: kill_adb_server(b), monkeypatch):
             first = sweep(req)
-        # The lost phone's units are left unfinished: the sweep says so, and so does its manifest.
-        assert first.exit_code == EXIT_UNFINISHED and first.counts["unfinished"] > 0
+        # The lost phone's units are left unfinished, and its host was lost during the run: the sweep says so (the
+        # most urgent status, 6), and its manifest leaves it interrupted.
+        assert first.exit_code == EXIT_HOST_LOST and first.counts["unfinished"] > 0
         assert mf.load(first.run_dir).status == "interrupted"
         placeholders = [r for r in read_records(first.run_dir / "records.jsonl") if r.device == lost.serial
                         and r.outcome == "error"]
@@ -157,7 +158,7 @@ def test_resumes_without_the_lost_phones_add_no_line_again_and_leave_the_run_int
         req = sweep_request(tmp_path, tasks, config=cfg, run_id="gone", quarantine_after=1)
         with after_records(1, lambda _d: kill_adb_server(b), monkeypatch):
             first = sweep(req)
-        assert first.exit_code == EXIT_UNFINISHED
+        assert first.exit_code == EXIT_HOST_LOST
         path = first.run_dir / "records.jsonl"
         written = path.read_bytes()
         for _ in range(2):
