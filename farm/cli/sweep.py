@@ -140,7 +140,7 @@ def sweep_cmd(
     # Read before the sweep: a bad `notify:` section is refused (exit 2) before anything runs. A resume reads the
     # farm.yaml of the run it continues (unless --config names one), as the sweep does.
     if resume is not None:
-        from farm.sweep.sweep import resumed_config
+        from farm.sweep.resume_request import resumed_config
 
         notify = resumed_config(af.runs_root(runs_dir, config) / resume, config).notify
     else:

@@ -21,22 +21,19 @@ import os
 import sys
 import threading
 import time
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import JsonValue
-
 from farm import manifest as mf
 from farm.android.executor import Executor, ProgressSink, load_executor
 from farm.android.health import PhoneHealth, left_out
-from farm.android.options import AgentOptions, HostSettings, RunOptions
+from farm.android.options import RunOptions
 from farm.android.phone_records import skip_record
 from farm.android.progress import PhoneProgress, make_progress, record_line, say
-from farm.config import FarmConfig, config_file, load_config
+from farm.config import config_file, load_config
 from farm.disk_space import DiskFull, SpaceReserve, check_free_space, floor_bytes, is_disk_full
 from farm.errors import FarmError
 from farm.leases import Leases, leases_dir, this_holder
@@ -48,16 +45,17 @@ from farm.results.store import RECORDS_FILE, ReadProblems, RunStore, is_run_dir
 from farm.signals import stop_on_signals
 from farm.sweep.app_versions import fleet_versions
 from farm.sweep.identity import sweep_identity
-from farm.sweep.journal import Journal, UnitRow, is_complete, read_meta, run_status
+from farm.sweep.journal import Journal, UnitRow, is_complete, run_status
 from farm.sweep.lock import farm_lock, lock_path
 from farm.sweep.plan import Estimates, history_estimates, plan_units
 from farm.sweep.request import SweepRequest, exit_status
 from farm.sweep.resume_collect import PLACEHOLDER, STOPPED, collect_leased, reconcile
+from farm.sweep.resume_request import request_from, resume_config, saved_request
+from farm.sweep.run_manifest import adopt, android_lane, lease_notes, phone_entries, planned_units
 from farm.sweep.runner import Dispatcher, Fleet, gather_fleet
 from farm.sweep.unit_run import summary_sources
 from farm.taskset.loader import LoadedTask
 from farm.taskset.rules import select_valid_tasks, set_wide_note
-from farm.taskset.select import TaskSelection
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -303,10 +301,10 @@ class Sweep:
             config=mf.redact(self.cfg.model_dump(mode="json")), label=req.label,
             tasks=[mf.TaskEntry(id=t.task.id, sha256=t.sha256) for t in tasks],
             # Before any unit: which versions of the agent app and of the tasks' apps the results come from.
-            phones=_phone_entries(fleet, fleet_versions(
+            phones=phone_entries(fleet, fleet_versions(
                 fleet, opts.profile.package if req.executor == "instrument" else None)),
             notes=[f"adb server unreachable: {u}" for u in fleet.unreachable] + fleet.duplicates
-            + ([set_wide] if set_wide else []) + _lease_notes(fleet),
+            + ([set_wide] if set_wide else []) + lease_notes(fleet),
         )
         saved = self._request_json()
         entry = mf.LaneEntry(lane="android", outputs=[RECORDS_FILE], detail={
@@ -314,14 +312,14 @@ class Sweep:
             "split": req.agent.split, "set": req.agent.set_prefix, "profile": opts.profile_name,
             "allow_irreversible": req.agent.allow_irreversible, "request": json.loads(saved),
             # Every planned unit is in the headline's denominator, those a stop left without a record too.
-            "planned_units": _planned_units(tasks, [u.task_id for u in units] + [s.task_id for s in skips]),
+            "planned_units": planned_units(tasks, [u.task_id for u in units] + [s.task_id for s in skips]),
         })
         store, created = RunStore.join(self.runs_dir, run_id, entry, new=lambda: manifest)
         run_dir = self.run_dir = store.run_dir
         if not created:
             # Joining a run of other lanes (or planning a stopped start again): the phones, tasks and settings
             # are the android lane's; whatever the other lanes wrote stays.
-            store.update(lambda m: _adopt(m, manifest, existing=existing))
+            store.update(lambda m: adopt(m, manifest, existing=existing))
         by_id = {t.task.id: t for t in tasks}
         # Skips go before the journal: a journal's existence means every skip record is written.
         store.append_new(skip_record(self._skip_context(run_id, s.device, opts), by_id[s.task_id], s.reason,
@@ -340,7 +338,7 @@ class Sweep:
         run_dir = self.runs_dir / run_id
         if not run_dir.is_dir():
             raise FarmError(f"{run_dir}: no such run", hint="pass a run id from the runs directory")
-        saved = _saved_request(run_dir)
+        saved = saved_request(run_dir)
         if saved is None:
             raise FarmError(f"{run_dir}: nothing to resume there",
                             hint="only a run started by `farm run` or `farm sweep` can be resumed")
@@ -348,10 +346,10 @@ class Sweep:
             raise FarmError(f"{run_id}: cannot resume: its options held a credential, which was not kept",
                             hint=f"start a new run that reuses its finished units: --retry-from {run_id} --run NEW")
         given = self.req
-        self.req = _request_from(saved, given)
+        self.req = request_from(saved, given)
         # The stopped sweep's farm.yaml and task set, unless the command line names others (the identity check
         # below still refuses different contents); where the runs are stays what found this one.
-        self.cfg = _resume_config(saved, given.config)
+        self.cfg = resume_config(saved, given.config)
         self.tasks_dir = self.req.tasks_dir or Path(self.cfg.tasks_dir)
         self._load_executor()
         self.run_dir = run_dir
@@ -381,7 +379,7 @@ class Sweep:
                                 hint="see `farm devices`; nothing changed")
             if fleet.unreachable or fleet.busy or fleet.took_over:
                 mf.update(run_dir, lambda m: m.notes.extend(
-                    n for n in [f"adb server unreachable: {u}" for u in fleet.unreachable] + _lease_notes(fleet)
+                    n for n in [f"adb server unreachable: {u}" for u in fleet.unreachable] + lease_notes(fleet)
                     if n not in m.notes))
             kept = reconcile(journal, run_dir)
             collected = collect_leased(journal, run_dir, fleet, executor=self.req.executor, opts=opts,
@@ -502,12 +500,12 @@ class Sweep:
         RunStore(run_dir).append_new(skip_record(self._skip_context(run_id, s.device, opts), by_id[s.task_id],
                                                  s.reason, repeat=s.repeat) for s in skips)
         journal.add_units(units)
-        more = _planned_units(tasks, [u.task_id for u in units] + [s.task_id for s in skips])
+        more = planned_units(tasks, [u.task_id for u in units] + [s.task_id for s in skips])
 
         def change(m: mf.Manifest) -> None:
             known = {p.serial for p in m.phones}
-            m.phones += [e for e in _phone_entries(Fleet(healths=joined)) if e.serial not in known]
-            lane = _android_lane(m)
+            m.phones += [e for e in phone_entries(Fleet(healths=joined)) if e.serial not in known]
+            lane = android_lane(m)
             plan = lane.detail.get("planned_units")
             counts = dict(plan) if isinstance(plan, dict) else {}
             for part, n in more.items():
@@ -557,7 +555,7 @@ class Sweep:
             m.status = status
             m.finished_at = mf.utc_now() if status == "finished" else None
             # Named once, before the reports: they read re-judgements only from named files.
-            lane = _android_lane(m)
+            lane = android_lane(m)
             known = {(s.path, s.device) for s in lane.override_sources}
             lane.override_sources += [s for s in sources if (s.path, s.device) not in known]
 
@@ -571,8 +569,8 @@ class Sweep:
         records = [r for r in RunStore(run_dir).iter_records(ReadProblems()) if r.lane == "android"]
         head = headline(records)
         rate = built.data.overall.rate
-        mf.update(run_dir, lambda m: setattr(_android_lane(m), "outputs", sorted(
-            {*_android_lane(m).outputs, *(str(p.relative_to(run_dir)) for p in reports)})))
+        mf.update(run_dir, lambda m: setattr(android_lane(m), "outputs", sorted(
+            {*android_lane(m).outputs, *(str(p.relative_to(run_dir)) for p in reports)})))
         if interrupted:
             print(f"stopped: {counts['done']} units kept, {unfinished} not finished; "
                   f"resume with: {self.req.resume_command(run_id)}", file=sys.stderr, flush=True)
@@ -636,43 +634,6 @@ class Sweep:
                                 "repeat": unit.repeat, "extra": {"unit": unit.unit_id, PLACEHOLDER: True}})
 
 
-def _planned_units(tasks: list[LoadedTask], unit_tasks: list[str]) -> dict[str, JsonValue]:
-    """Planned units per pool (`tune`, `holdout`)."""
-    partition = {t.task.id: t.task.partition or "tune" for t in tasks}
-    counts = Counter(partition[task_id] for task_id in unit_tasks)
-    return {str(part): n for part, n in counts.items()}
-
-
-def _lease_notes(fleet: Fleet) -> list[str]:
-    """The manifest's notes on leases: phones held by others at the start, dead holders' leases taken over."""
-    return [f"{b.line()} at the start" for b in fleet.busy] + fleet.took_over
-
-
-def _android_lane(manifest: mf.Manifest) -> mf.LaneEntry:
-    return next(e for e in manifest.lanes if e.lane == "android")
-
-
-def _adopt(into: mf.Manifest, planned: mf.Manifest, *, existing: bool) -> None:
-    """What the android lane sets in a run it joins: its phones, and for a run another lane made, its tasks,
-    config, label and notes."""
-    into.phones = planned.phones
-    into.status, into.finished_at = "running", None
-    if existing:
-        return
-    into.tasks, into.config = planned.tasks, planned.config
-    into.label = into.label or planned.label
-    into.notes += planned.notes
-
-
-def _phone_entries(fleet: Fleet, apps: dict[str, list[mf.AppVersion]] | None = None) -> list[mf.PhoneEntry]:
-    return [
-        mf.PhoneEntry(serial=h.serial, adb_server=h.server, name=h.name, model=h.model, android=h.android,
-                      agent_version=h.agent_version, status="used" if h.ok else "left_out", reason=h.reason,
-                      apps=(apps or {}).get(h.serial, []))
-        for h in fleet.healths
-    ]
-
-
 def _phone_bars(bars: Progress, journal: Journal, fleet: Fleet, executor: str) -> dict[str, ProgressSink]:
     """A progress bar per phone, its total the units pinned to it (a run spreads every task on every phone)."""
     pinned: dict[str, int] = {}
@@ -690,63 +651,6 @@ def _recorded_attempts(run_dir: Path) -> dict[str, int]:
         if isinstance(unit, str):
             highest[unit] = max(highest.get(unit, 0), rec.attempt)
     return highest
-
-
-def _saved_request(run_dir: Path) -> str | None:
-    """The options a stopped run was started with, as JSON: its journal's, else (a start stopped before its journal
-    was written) its manifest's; None when neither holds any."""
-    saved = read_meta(run_dir).get("request")
-    if saved is not None:
-        return saved
-    lanes = mf.load(run_dir).lanes if mf.manifest_path(run_dir).is_file() else []
-    found = next((lane.detail["request"] for lane in lanes if lane.detail.get("request")), None)
-    return None if found is None else json.dumps(found, sort_keys=True)
-
-
-def _path(value: object) -> Path | None:
-    return Path(value) if isinstance(value, str) and value else None
-
-
-def _resume_config(text: str, given: Path | None) -> FarmConfig:
-    """The farm.yaml a resume reads: `--config` when given, else the one the stopped run read (the defaults when it
-    read none, whatever farm.yaml is in the working directory now); a run saved before its config was kept: the
-    default lookup."""
-    data = json.loads(text)
-    if given is not None or "config" not in data:
-        return load_config(given)
-    saved = _path(data["config"])
-    return load_config(saved) if saved is not None else FarmConfig()
-
-
-def resumed_config(run_dir: Path, given: Path | None) -> FarmConfig:
-    """The farm.yaml `--resume` of `run_dir` reads (see `_resume_config`): for what the command does around the
-    sweep (its notifiers) as the sweep itself does; `load_config(given)` when the run saved no options."""
-    saved = _saved_request(run_dir) if run_dir.is_dir() else None
-    return _resume_config(saved, given) if saved is not None else load_config(given)
-
-
-def _request_from(text: str, given: SweepRequest) -> SweepRequest:
-    """The stopped sweep's own options (a resume continues them; the command line only names the run). Paths, the
-    deadline, the watchdog and the threshold the command line gives win over the saved ones; saved paths are
-    absolute (a resume may run from another directory)."""
-    data = json.loads(text)
-    return SweepRequest(
-        kind=data.get("kind", "sweep"), all_phones=data.get("all_phones", True),
-        deadline_s=given.deadline_s if given.deadline_s is not None else data.get("deadline_s"),
-        agent=AgentOptions.model_validate(data["agent"]), spread=data["spread"], repeats=data["repeats"],
-        executor=data["executor"], profile=data.get("profile"),
-        host=HostSettings.model_validate(data["host"]) if data.get("host") else None,
-        serials=list(data.get("serials") or []), label=data.get("label"), batch=int(data.get("batch") or 1),
-        selection=TaskSelection.model_validate(data["selection"]) if data.get("selection") else None,
-        max_tries=data["max_tries"], quarantine_after=data["quarantine_after"],
-        fail_under=given.fail_under if given.fail_under is not None else data.get("fail_under"),
-        run_id=given.run_id, resume=True, tasks_dir=given.tasks_dir or _path(data.get("tasks_dir")),
-        runs_dir=given.runs_dir, config=given.config or _path(data.get("config")),
-        probes_dir=given.probes_dir or _path(data.get("probes_dir")),
-        idle_timeout_s=given.idle_timeout_s if given.idle_timeout_s is not None else data.get("idle_timeout_s"),
-        command=given.command, show_progress=given.show_progress, recheck_s=given.recheck_s,
-        min_free_mb=given.min_free_mb, wait=given.wait,
-    )
 
 
 def sweep(req: SweepRequest) -> SweepResult:
