@@ -5,11 +5,15 @@ from __future__ import annotations
 import secrets
 import shutil
 import tempfile
+import time
 import zlib
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from farm.sim import rootfs
+from farm.sim.audio import default_volumes
 from farm.sim.profile import PhoneProfile, default_profile
 from farm.sim.rootfs import STORAGE, PathEscapeError, canonical, resolve
 
@@ -67,6 +71,10 @@ class PhoneState:
         self.settings["secure"]["android_id"] = unique
         self.screen_on: bool = True
         self.locked: bool = False
+        self.booted_at: float = time.time()
+        """Wall-clock second the phone booted: `SystemClock.elapsedRealtime()` counts from here."""
+        self.muted_streams: set[str] = set()
+        """Audio streams muted with KEYCODE_VOLUME_MUTE (`STREAM_MUSIC`); Android keeps this in memory only."""
         self.reverse_forwards: list[str] = []
         self.link_drops = 0
         """How many times a disconnect fault dropped the link (each fires once; reconnects are healthy)."""
@@ -90,6 +98,17 @@ class PhoneState:
     def ui_started(self) -> bool:
         """Whether the UI has been created (so dumps need not create it)."""
         return self._ui is not None
+
+    def now(self) -> datetime:
+        """Wall-clock time in the phone's time zone (the profile's; UTC when the name is unknown)."""
+        try:
+            return datetime.now(ZoneInfo(self.profile.timezone))
+        except (ZoneInfoNotFoundError, ValueError):
+            return datetime.now(ZoneInfo("UTC"))
+
+    def elapsed_ms(self, wall: float | None = None) -> int:
+        """`SystemClock.elapsedRealtime()` at wall-clock second `wall` (now by default), in milliseconds."""
+        return round(((time.time() if wall is None else wall) - self.booted_at) * 1000)
 
     def external_files_dir(self, package: str) -> str:
         """`/sdcard/Android/data/<pkg>/files` — where apps write their own files."""
@@ -198,12 +217,15 @@ def build_settings(profile: PhoneProfile) -> dict[str, dict[str, str]]:
             "time_12_24": "24",
             "font_scale": "1.0",
             "accelerometer_rotation": "0",
+            **default_volumes(),
         },
         "secure": {
             "android_id": f"{zlib.crc32(profile.device.encode()):08x}{zlib.crc32(profile.name.encode()):08x}",
             "default_input_method": "com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME",
             "location_mode": "3",
             "enabled_accessibility_services": "",
+            # UiModeManager.MODE_NIGHT_NO: the Settings app's 深色主题 and `cmd uimode night` read and write it.
+            "ui_night_mode": "1",
         },
         "global": {
             "adb_enabled": "1",

@@ -174,6 +174,10 @@ class PhoneProfile(_Model):
     """Injected faults."""
     limits: FsLimits = Field(default_factory=FsLimits)
     """Caps on copies and pushes (`limits: {copy_max_bytes, copy_max_seconds, push_max_bytes}` in YAML)."""
+    refused_providers: list[str] = Field(default_factory=list)
+    """Content-provider authorities the shell may not open (`sms`, `call_log`, `com.android.contacts`,
+    `com.android.calendar`, `settings`): `content query` on them prints the phone's `Permission Denial`, as on
+    a phone whose shell lacks READ_SMS / READ_CALL_LOG / READ_CONTACTS / READ_CALENDAR."""
 
     def package(self, name: str) -> PackageInfo | None:
         """The installed package called `name`, if any."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import struct
 
-from farm.sim import shell_fs, shell_pm, shell_sys, shell_text  # noqa: F401 - register their commands
+# Imported for their side effect: each registers its commands.
+from farm.sim import shell_content, shell_fs, shell_pm, shell_stat, shell_sys, shell_text  # noqa: F401
 from farm.sim.adbd import MAX_PAYLOAD, Stream
 from farm.sim.phone import PhoneState
 from farm.sim.shell_core import Shell

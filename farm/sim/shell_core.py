@@ -24,6 +24,8 @@ AsyncCommand = Callable[["Shell", list[str]], Awaitable[int]]
 
 COMMANDS: dict[str, SyncCommand] = {}
 ASYNC_COMMANDS: dict[str, AsyncCommand] = {}
+CMD_SERVICES: dict[str, SyncCommand] = {}
+"""Binder services `cmd SERVICE …` reaches besides `package` (handled in shell_pm), keyed by service name."""
 _OPERATORS = ("&&", "||", ";;", ";", "|", "&", "\n")
 
 
@@ -33,6 +35,17 @@ def command(*names: str) -> Callable[[SyncCommand], SyncCommand]:
     def deco(fn: SyncCommand) -> SyncCommand:
         for name in names:
             COMMANDS[name] = fn
+        return fn
+
+    return deco
+
+
+def cmd_service(*names: str) -> Callable[[SyncCommand], SyncCommand]:
+    """Register the shell-command handler of a binder service (`cmd uimode …`)."""
+
+    def deco(fn: SyncCommand) -> SyncCommand:
+        for name in names:
+            CMD_SERVICES[name] = fn
         return fn
 
     return deco

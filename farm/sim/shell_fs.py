@@ -9,11 +9,11 @@ import os
 import posixpath
 import shutil
 import stat as statmod
-import time
+from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 
-from farm.sim import rootfs
+from farm.sim import fileinfo, rootfs
 from farm.sim.shell_core import ASYNC_COMMANDS, COMMANDS, Shell, async_command, command
 
 U2_JAR = "/data/local/tmp/u2.jar"
@@ -128,10 +128,23 @@ def _mode_string(mode: int) -> str:
     return statmod.filemode(mode)
 
 
-def _ls_long(name: str, st: os.stat_result) -> str:
-    when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(st.st_mtime))
-    owner = "shell" if statmod.S_ISREG(st.st_mode) else "root"
-    return f"{_mode_string(st.st_mode)} {st.st_nlink:>2} {owner:<8} {owner:<8} {st.st_size:>8} {when} {name}\n"
+def _long_lines(sh: Shell, entries: list[tuple[str, os.stat_result, str, Path]]) -> list[str]:
+    """toybox `ls -l` lines of (shown name, lstat, device path, host path): mode, links, user, group, size, date,
+    name — links and size right-aligned, user and group left-aligned to the widest in the listing."""
+    rows = []
+    zone = sh.phone.now().tzinfo
+    for name, st, device, host in entries:
+        info = fileinfo.shown(sh.phone, device, st)
+        when = datetime.fromtimestamp(st.st_mtime, zone).strftime("%Y-%m-%d %H:%M")
+        if statmod.S_ISLNK(st.st_mode):
+            try:
+                name = f"{name} -> {os.readlink(host)}"
+            except OSError:
+                pass
+        rows.append((_mode_string(info.mode), str(st.st_nlink), info.user, info.group, str(info.size), when, name))
+    widths = [max((len(r[i]) for r in rows), default=0) for i in range(5)]
+    return [f"{mode} {links:>{widths[1]}} {user:<{widths[2]}} {group:<{widths[3]}} {size:>{widths[4]}} {when} {name}\n"
+            for mode, links, user, group, size, when, name in rows]
 
 
 def _ls_operand(sh: Shell, path: str, flags: set[str]) -> tuple[Path, os.stat_result]:
@@ -162,8 +175,9 @@ def _ls(sh: Shell, args: list[str]) -> int:
         except OSError as exc:
             status = sh.fail(f"ls: {path}: {_why(exc)}")
             continue
+        device = _device_of(sh, host)
         if not statmod.S_ISDIR(st.st_mode) or "d" in flags:
-            sh.out(_ls_long(path, st) if "l" in flags else path + "\n")
+            sh.out("".join(_long_lines(sh, [(path, st, device, host)])) if "l" in flags else path + "\n")
             continue
         names = sorted(os.listdir(host))
         if "a" in flags:
@@ -173,13 +187,19 @@ def _ls(sh: Shell, args: list[str]) -> int:
         if many:
             sh.out(("\n" if index else "") + f"{path}:\n")
         if "l" in flags:
-            blocks = 0
-            lines = []
+            entries = []
             for name in names:
-                st = os.lstat(os.path.join(host, name))
-                blocks += (st.st_size + 4095) // 4096 * 4
-                lines.append(_ls_long(name, st))
-            sh.out(f"total {blocks}\n" + "".join(lines))
+                if name == ".":
+                    entry_host, entry_device = host, device
+                elif name == "..":
+                    # `..` of the phone's `/` is `/` itself: the host's parent of the root is not the phone's.
+                    entry_host = host if host == sh.phone.root else host.parent
+                    entry_device = posixpath.dirname(device) or "/"
+                else:
+                    entry_host, entry_device = host / name, posixpath.join(device, name)
+                entries.append((name, os.lstat(entry_host), entry_device, entry_host))
+            blocks = sum((e[1].st_size + 4095) // 4096 * 4 for e in entries)
+            sh.out(f"total {blocks}\n" + "".join(_long_lines(sh, entries)))
         else:
             sh.out("".join(n + "\n" for n in names))
     return status

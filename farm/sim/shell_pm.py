@@ -6,7 +6,7 @@ import zlib
 from dataclasses import dataclass
 
 from farm.sim.profile import PackageInfo
-from farm.sim.shell_core import Shell, command
+from farm.sim.shell_core import CMD_SERVICES, Shell, command
 
 ACTION_MAIN = "android.intent.action.MAIN"
 CATEGORY_LAUNCHER = "android.intent.category.LAUNCHER"
@@ -176,8 +176,12 @@ def _pm_list(sh: Shell, args: list[str]) -> int:
     return 0
 
 
-def _uid(pkg: PackageInfo) -> int:
+def uid_of(pkg: PackageInfo) -> int:
+    """The package's Linux uid (`pm list packages -U`, `userId=` of `dumpsys package`, file owners)."""
     return 10000 + zlib.crc32(pkg.name.encode()) % 900 if pkg.third_party else 1000
+
+
+_uid = uid_of
 
 
 def _pm_path(sh: Shell, args: list[str]) -> int:
@@ -198,6 +202,8 @@ def _pm(sh: Shell, args: list[str]) -> int:
 def _cmd(sh: Shell, args: list[str]) -> int:
     if args and args[0] == "package":
         return _cmd_package(sh, args[1:])
+    if args and args[0] in CMD_SERVICES:
+        return CMD_SERVICES[args[0]](sh, args[1:])
     if args and args[0] in ("statusbar", "notification", "role", "input_method", "wifi", "activity"):
         return 0
     return sh.fail(f"cmd: Can't find service: {args[0] if args else ''}", 20)

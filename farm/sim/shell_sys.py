@@ -6,7 +6,7 @@ import datetime as dt
 import os
 import zoneinfo
 
-from farm.sim import rootfs
+from farm.sim import alarms, audio, rootfs
 from farm.sim.phone import PhoneState
 from farm.sim.shell_core import Shell, async_command, command
 from farm.sim.shell_pm import Intent, dumpsys_package, parse_intent, query, short_component
@@ -56,7 +56,16 @@ def _setprop(sh: Shell, args: list[str]) -> int:
 
 @command("settings")
 def _settings(sh: Shell, args: list[str]) -> int:
-    rest = [a for a in args if a not in ("--user", "current", "0", "--lineage")] if args else []
+    # `--user N` (or `--user current`) and `--lineage` are options; a value such as `0` is not.
+    rest: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+        elif a == "--user":
+            skip = True
+        elif a != "--lineage":
+            rest.append(a)
     if len(rest) < 2 or rest[1] not in sh.phone.settings:
         return sh.fail("Invalid namespace: use system, secure or global", 255)
     verb, table = rest[0], sh.phone.settings[rest[1]]
@@ -158,14 +167,21 @@ def _activity(sh: Shell, what: str) -> str:
     )
 
 
+_SERVICES = ("activity", "alarm", "audio", "battery", "display", "package", "power", "window")
+
+
 @command("dumpsys")
 def _dumpsys(sh: Shell, args: list[str]) -> int:
     if not args:
-        sh.out("Currently running services:\n  activity\n  battery\n  display\n  package\n  power\n  window\n")
+        sh.out("Currently running services:\n" + "".join(f"  {name}\n" for name in _SERVICES))
         return 0
     service, rest = args[0], args[1:]
     if service == "battery":
         sh.out(_battery(sh))
+    elif service == "alarm":
+        sh.out(alarms.dump(sh.phone))
+    elif service == "audio":
+        sh.out(audio.dump(sh.phone))
     elif service == "window":
         sh.out(_window(sh))
     elif service == "display":
@@ -207,9 +223,13 @@ def _key(sh: Shell, key: str) -> None:
     if _ui_available(sh.phone):
         sh.phone.ui.key(int(key) if key.lstrip("-").isdigit() else key)
         return
-    # Without the simulated UI only the power state reacts.
+    # Without the simulated UI only the power state and the volume react.
     name = key.upper()
-    if name in _WAKE_KEYS:
+    volume = {"KEYCODE_VOLUME_UP": 1, "VOLUME_UP": 1, "24": 1, "KEYCODE_VOLUME_DOWN": -1, "VOLUME_DOWN": -1,
+              "25": -1, "KEYCODE_VOLUME_MUTE": 0, "VOLUME_MUTE": 0, "164": 0}.get(name)
+    if volume is not None and sh.phone.screen_on:
+        audio.adjust(sh.phone, audio.MUSIC, volume)
+    elif name in _WAKE_KEYS:
         sh.phone.screen_on = True
     elif name in _SLEEP_KEYS or name in _POWER_KEYS and sh.phone.screen_on:
         sh.phone.screen_on, sh.phone.locked = False, True

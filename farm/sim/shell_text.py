@@ -44,32 +44,83 @@ def _grep(sh: Shell, args: list[str]) -> int:
     return 0 if lines else 1
 
 
-def _count_arg(args: list[str], default: int = 10) -> tuple[int, list[str]]:
-    count, rest = default, []
+def _head_tail_options(name: str, args: list[str]) -> tuple[str, str, list[str], set[str]] | str:
+    """(unit `n`|`c`, count as typed, files, flags) of `head`/`tail`, or the usage error to print."""
+    unit, count, files, flags = "n", "10", [], set()
     it = iter(args)
     for arg in it:
-        if arg == "-n":
-            count = int(next(it, str(default)))
+        if arg in ("-n", "-c"):
+            value = next(it, None)
+            if value is None:
+                return f"{name}: Missing argument to {arg}"
+            unit, count = arg[1], value
+        elif arg[:2] in ("-n", "-c") and len(arg) > 2:
+            unit, count = arg[1], arg[2:]
         elif arg.startswith("-") and arg[1:].isdigit():
-            count = int(arg[1:])
+            count = arg[1:]
+        elif arg in ("-q", "-v", "-f", "-F"):
+            flags.add(arg[1])
         else:
-            rest.append(arg)
-    return count, rest
+            files.append(arg)
+    if not count.lstrip("+").isdigit():
+        return f"{name}: Not integer: {count}"
+    return unit, count, files, flags
+
+
+def _inputs(sh: Shell, name: str, files: list[str]) -> list[tuple[str, bytes | OSError]]:
+    """(name, content or the error) of each operand (stdin without one); bounded like any copy into memory."""
+    if not files:
+        return [("-", sh.stdin)]
+    cap = sh.phone.profile.limits.copy_max_bytes
+    out: list[tuple[str, bytes | OSError]] = []
+    for path in files:
+        try:
+            with rootfs.open_read(sh.host(path)) as handle:
+                data = handle.read(cap + 1)
+            if len(data) > cap:
+                raise OSError(0, f"more than {cap} bytes (limits.copy_max_bytes)")
+            out.append((path, data))
+        except OSError as exc:
+            out.append((path, exc))
+    return out
+
+
+def _head_or_tail(sh: Shell, name: str, args: list[str]) -> int:
+    parsed = _head_tail_options(name, args)
+    if isinstance(parsed, str):
+        return sh.fail(parsed)
+    unit, count, files, flags = parsed
+    number, from_start = int(count.lstrip("+")), count.startswith("+") and name == "tail"
+    status = 0
+    inputs = _inputs(sh, name, files)
+    headers = "v" in flags or len(inputs) > 1 and "q" not in flags
+    for index, (path, data) in enumerate(inputs):
+        if isinstance(data, OSError):
+            # toybox's loopfiles: `head: PATH: No such file or directory`, and on to the next operand.
+            status = sh.fail(f"{name}: {path}: {data.strerror or 'No such file or directory'}")
+            continue
+        if headers:
+            sh.out(("\n" if index else "") + f"==> {'standard input' if path == '-' else path} <==\n")
+        if unit == "c":
+            chunk = data[max(number - 1, 0):] if from_start else data[:number] if name == "head" else \
+                data[len(data) - number:] if number else b""
+        else:
+            lines = data.splitlines(keepends=True)
+            picked = lines[max(number - 1, 0):] if from_start else lines[:number] if name == "head" else \
+                lines[len(lines) - number:] if number else []
+            chunk = b"".join(picked)
+        sh.out(chunk)
+    return status
 
 
 @command("head")
 def _head(sh: Shell, args: list[str]) -> int:
-    count, _ = _count_arg(args)
-    sh.out("".join(line + "\n" for line in sh.stdin.decode("utf-8", "replace").splitlines()[:count]))
-    return 0
+    return _head_or_tail(sh, "head", args)
 
 
 @command("tail")
 def _tail(sh: Shell, args: list[str]) -> int:
-    count, _ = _count_arg(args)
-    lines = sh.stdin.decode("utf-8", "replace").splitlines()
-    sh.out("".join(line + "\n" for line in lines[-count:] if count))
-    return 0
+    return _head_or_tail(sh, "tail", args)
 
 
 @command("wc")

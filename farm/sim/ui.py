@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from farm.sim import audio
 from farm.sim.apps import app_class
 from farm.sim.apps.base import App, Frame, Node, label
 from farm.sim.apps.launcher import LauncherApp, RecentsView
@@ -32,6 +32,8 @@ _ALIASES = {
     "volume_mute": 164, "camera": 27, "left": 21, "right": 22, "up": 19, "down": 20, "center": 23,
     "space": 62, "tab": 61,
 }
+_VOLUME_KEYS = {24: 1, 25: -1, 164: 0}
+"""VOLUME_UP, VOLUME_DOWN, VOLUME_MUTE → the direction `audio.adjust` takes."""
 _CODE_CHARS = {**{7 + d: str(d) for d in range(10)}, **{29 + i: chr(ord("a") + i) for i in range(26)}, 62: " "}
 
 
@@ -180,10 +182,7 @@ class UiDevice:
 
     def now(self) -> datetime:
         """Wall-clock time in the phone's time zone."""
-        try:
-            return datetime.now(ZoneInfo(self.phone.profile.timezone))
-        except (ZoneInfoNotFoundError, ValueError):
-            return datetime.now()
+        return self.phone.now()
 
     def _status_bar(self, height: int) -> Node:
         w = self.width
@@ -299,6 +298,11 @@ class UiDevice:
                 phone.locked = True
             return True
         if not phone.screen_on:
+            return True
+        if code in _VOLUME_KEYS:
+            # Since Android 9 the volume keys change media volume when no call or ringtone plays, on the
+            # lock screen too; the index lands in settings system (`volume_music_speaker`), where Android keeps it.
+            audio.adjust(phone, audio.MUSIC, _VOLUME_KEYS[code])
             return True
         if phone.locked:
             if code == 82:  # MENU dismisses a keyguard without a secure lock

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
+    from farm.sim.phone import PhoneState
     from farm.sim.ui import UiDevice
 
 Bounds = tuple[int, int, int, int]
@@ -294,21 +295,59 @@ class App:
         return f"{self.package}:id/{name}"
 
     # persistence --------------------------------------------------------------------------------
-    def _store_path(self, name: str) -> str:
-        # A device path: every access goes through the phone's resolver, so nothing the shell moved
-        # into the app's directory (a symlink, a FIFO) can lead the app out of the phone.
-        return f"/data/data/{self.package}/files/{name}.json"
-
     def load(self, name: str, default: Any) -> Any:
         """Persisted JSON value `name`, or `default` when never saved."""
-        try:
-            return json.loads(self.phone.read_text(self._store_path(name)))
-        except (OSError, ValueError):
-            return copy.deepcopy(default)
+        return load_json(self.phone, self.package, name, default)
 
     def save(self, name: str, value: Any) -> None:
         """Persist a JSON value (atomically: write a temp file, then rename)."""
-        self.phone.write_atomic(self._store_path(name), json.dumps(value, ensure_ascii=False, indent=1))
+        save_json(self.phone, self.package, name, value)
+
+
+def _store_path(package: str, name: str) -> str:
+    # A device path: every access goes through the phone's resolver, so nothing the shell moved
+    # into the app's directory (a symlink, a FIFO) can lead the app out of the phone.
+    return f"/data/data/{package}/files/{name}.json"
+
+
+def load_json(phone: PhoneState, package: str, name: str, default: Any) -> Any:
+    """What `package` saved as `name` on `phone`, or a copy of `default` when it never saved it.
+
+    The one reader of an app's data: the app's screens and the shell's providers and dumps (contacts,
+    calendar, alarms) call it, so what the shell reports is what the app shows, never a copy that drifts."""
+    try:
+        return json.loads(phone.read_text(_store_path(package, name)))
+    except (OSError, ValueError):
+        return copy.deepcopy(default)
+
+
+def save_json(phone: PhoneState, package: str, name: str, value: Any) -> None:
+    """Persist `value` as `package`'s `name` (atomically: a temp file, then a rename)."""
+    phone.write_atomic(_store_path(package, name), json.dumps(value, ensure_ascii=False, indent=1))
+
+
+def saved_at(phone: PhoneState, package: str, name: str) -> float | None:
+    """Wall-clock second `package` last saved `name` (the file's mtime); None when it never did."""
+    try:
+        return phone.host_path(_store_path(package, name)).stat().st_mtime
+    except (OSError, ValueError):
+        return None
+
+
+def next_rowid(records: Sequence[dict[str, Any]]) -> int:
+    """A new record's row id: one more than the largest so far (SQLite's rowid, which a provider shows as `_id`)."""
+    return 1 + max((r["rowid"] for r in records if isinstance(r.get("rowid"), int)), default=0)
+
+
+def with_rowids(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`records` in stored order, each with a `rowid`: records saved without one (by an older build or the
+    simulated agent) get the next ones in that order, so ids are stable until the app saves them for good."""
+    out: list[dict[str, Any]] = []
+    for record in records:
+        if not isinstance(record.get("rowid"), int):
+            record = {**record, "rowid": next_rowid([*records, *out])}
+        out.append(record)
+    return out
 
 
 def new_id() -> str:

@@ -4,12 +4,51 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from farm.sim.apps.base import App, Frame, ListItem, Node, label, new_id, title_bar
+from farm.sim.apps.base import (
+    App,
+    Frame,
+    ListItem,
+    Node,
+    label,
+    load_json,
+    new_id,
+    next_rowid,
+    save_json,
+    title_bar,
+    with_rowids,
+)
 from farm.sim.apps.forms import Fab, Field, editor_page, line_row, list_screen
 
+if TYPE_CHECKING:
+    from farm.sim.phone import PhoneState
+
+PACKAGE = "com.android.calendar"
+
 _WHEN = re.compile(r"^\s*(\d{4})-(\d{1,2})-(\d{1,2})(?:\s+(\d{1,2})[:：](\d{2}))?\s*$")
+
+
+def sample_events(phone: PhoneState) -> list[dict[str, Any]]:
+    """The two upcoming events of a fresh phone, relative to its today."""
+    today = phone.now().date()
+    return [
+        {"id": "e-default-1", "rowid": 1, "title": "项目周会", "when": f"{today + timedelta(days=1):%Y-%m-%d} 10:00"},
+        {"id": "e-default-2", "rowid": 2, "title": "和朋友吃饭", "when": f"{today + timedelta(days=3):%Y-%m-%d} 19:30"},
+    ]
+
+
+def saved_events(phone: PhoneState) -> list[dict[str, Any]]:
+    """The calendar's events on `phone` by start: what the agenda lists and what the calendar provider returns.
+
+    Each is `{"id", "rowid", "title", "when"}`; `when` is `YYYY-MM-DD HH:MM` (local time) or `YYYY-MM-DD` (all
+    day); `rowid` is the event's `_id` in `content query`."""
+    return sorted(with_rowids(load_json(phone, PACKAGE, "events", sample_events(phone))), key=lambda e: e["when"])
+
+
+def store_events(phone: PhoneState, events: list[dict[str, Any]]) -> None:
+    """Replace the calendar's events on `phone`."""
+    save_json(phone, PACKAGE, "events", events)
 
 
 def parse_when(text: str) -> str | None:
@@ -32,21 +71,14 @@ def parse_when(text: str) -> str | None:
 class CalendarApp(App):
     """Agenda list; 新建活动 opens the editor."""
 
-    package = "com.android.calendar"
+    package = PACKAGE
     activity = ".AllInOneActivity"
     activities = {"edit": ".EditEventActivity"}
     page = "agenda"
 
     def events(self) -> list[dict[str, Any]]:
         """Saved events by start; a fresh phone has two upcoming sample events (relative to today)."""
-        return sorted(self.load("events", self._samples()), key=lambda e: e["when"])
-
-    def _samples(self) -> list[dict[str, Any]]:
-        today = self.ui.now().date()
-        return [
-            {"id": "e-default-1", "title": "项目周会", "when": f"{today + timedelta(days=1):%Y-%m-%d} 10:00"},
-            {"id": "e-default-2", "title": "和朋友吃饭", "when": f"{today + timedelta(days=3):%Y-%m-%d} 19:30"},
-        ]
+        return saved_events(self.phone)
 
     def back(self) -> bool:
         if self.page == "edit":
@@ -65,8 +97,8 @@ class CalendarApp(App):
             self.ui.toast("请输入标题和时间(例如 2026-12-03 09:30)")
             return
         events = self.events()
-        events.append({"id": new_id(), "title": title, "when": when})
-        self.save("events", events)
+        events.append({"id": new_id(), "rowid": next_rowid(events), "title": title, "when": when})
+        store_events(self.phone, events)
         self.page, self.focus = "agenda", None
         self.ui.toast("已保存活动")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from farm.sim.apps.base import (
     App,
@@ -14,14 +14,21 @@ from farm.sim.apps.base import (
     button,
     by_id,
     label,
+    load_json,
     new_id,
     row,
+    save_json,
     split_h,
     switch,
     title_bar,
     without,
 )
 from farm.sim.apps.forms import Fab, Field, Form, list_screen, tab_bar
+
+if TYPE_CHECKING:
+    from farm.sim.phone import PhoneState
+
+PACKAGE = "com.android.deskclock"
 
 _TIME = re.compile(
     r"^\s*(凌晨|早上|上午|中午|下午|晚上)?\s*([01]?\d|2[0-3])\s*[:：]\s*([0-5]\d)\s*([AaPp][Mm])?\s*$"
@@ -30,6 +37,19 @@ DEFAULT_ALARMS = [
     {"id": "default-1", "time": "07:30", "label": "起床", "enabled": True},
     {"id": "default-2", "time": "09:00", "label": "", "enabled": False},
 ]
+
+
+def saved_alarms(phone: PhoneState) -> list[dict[str, Any]]:
+    """The clock's alarms on `phone`, sorted by time: what its list shows and what `dumpsys alarm` schedules.
+
+    Each is `{"id", "time": "HH:MM", "label", "enabled", "repeat": "once" | "weekdays"}` (`repeat` may be absent:
+    once)."""
+    return sorted(load_json(phone, PACKAGE, "alarms", DEFAULT_ALARMS), key=lambda a: a["time"])
+
+
+def store_alarms(phone: PhoneState, alarms: list[dict[str, Any]]) -> None:
+    """Replace the clock's alarms on `phone` (kept sorted by time)."""
+    save_json(phone, PACKAGE, "alarms", sorted(alarms, key=lambda a: a["time"]))
 
 
 def parse_time(text: str) -> str | None:
@@ -58,7 +78,7 @@ TABS = [("alarms", "闹钟", "tab_alarm"), ("clock", "时钟", "tab_clock")]
 class ClockApp(App):
     """DeskClock look-alike: tabs 闹钟 / 时钟; `+` (content-desc 添加闹钟) opens the editor."""
 
-    package = "com.android.deskclock"
+    package = PACKAGE
     activity = ".DeskClock"
     activities = {"edit": ".AlarmEditActivity"}
     page = "alarms"
@@ -67,10 +87,10 @@ class ClockApp(App):
 
     def alarms(self) -> list[dict[str, Any]]:
         """Saved alarms, sorted by time."""
-        return list(self.load("alarms", DEFAULT_ALARMS))
+        return saved_alarms(self.phone)
 
     def _store(self, alarms: list[dict[str, Any]]) -> None:
-        self.save("alarms", sorted(alarms, key=lambda a: a["time"]))
+        store_alarms(self.phone, alarms)
 
     def open_activity(self, activity: str) -> None:
         if activity.endswith("HandleApiCalls"):

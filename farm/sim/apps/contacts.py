@@ -2,22 +2,53 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from farm.sim.apps.base import App, Frame, ListItem, Node, button, by_id, label, new_id, title_bar, without
+from farm.sim.apps.base import (
+    App,
+    Frame,
+    ListItem,
+    Node,
+    button,
+    by_id,
+    label,
+    load_json,
+    new_id,
+    next_rowid,
+    save_json,
+    title_bar,
+    with_rowids,
+    without,
+)
 from farm.sim.apps.forms import Fab, Field, delete_dialog, editor_page, line_row, list_screen
 
+if TYPE_CHECKING:
+    from farm.sim.phone import PhoneState
+
+PACKAGE = "com.android.contacts"
 DEFAULT_CONTACTS = [
-    {"id": "c-1", "name": "王芳", "phone": "138 0013 8000"},
-    {"id": "c-2", "name": "李娜", "phone": "139 0139 0000"},
-    {"id": "c-3", "name": "张伟", "phone": "137 0000 1234"},
+    {"id": "c-1", "rowid": 1, "name": "王芳", "phone": "138 0013 8000"},
+    {"id": "c-2", "rowid": 2, "name": "李娜", "phone": "139 0139 0000"},
+    {"id": "c-3", "rowid": 3, "name": "张伟", "phone": "137 0000 1234"},
 ]
+
+
+def saved_contacts(phone: PhoneState) -> list[dict[str, Any]]:
+    """The contacts on `phone`, sorted by name: what the app lists and what the contacts provider returns.
+
+    Each is `{"id", "rowid", "name", "phone"}`; `rowid` is the contact's `_id` in `content query`."""
+    return sorted(with_rowids(load_json(phone, PACKAGE, "contacts", DEFAULT_CONTACTS)), key=lambda c: c["name"])
+
+
+def store_contacts(phone: PhoneState, contacts: list[dict[str, Any]]) -> None:
+    """Replace the contacts on `phone`."""
+    save_json(phone, PACKAGE, "contacts", contacts)
 
 
 class ContactsApp(App):
     """List (sorted by name) → detail; the floating button 新建联系人 opens the editor."""
 
-    package = "com.android.contacts"
+    package = PACKAGE
     activity = ".activities.PeopleActivity"
     activities = {"edit": ".activities.ContactEditorActivity", "detail": ".quickcontact.QuickContactActivity"}
     page = "list"
@@ -26,7 +57,7 @@ class ContactsApp(App):
 
     def contacts(self) -> list[dict[str, Any]]:
         """Saved contacts sorted by name."""
-        return sorted(self.load("contacts", DEFAULT_CONTACTS), key=lambda c: c["name"])
+        return saved_contacts(self.phone)
 
     def back(self) -> bool:
         if self.confirm_delete:
@@ -47,10 +78,10 @@ class ContactsApp(App):
             self.ui.toast("联系人信息为空,未保存")
             return
         contacts = self.contacts()
-        new = {"id": new_id(), "name": name, "phone": phone}
-        contacts.append(new)
-        self.save("contacts", contacts)
-        self.page, self.shown, self.focus = "detail", new["id"], None
+        contact_id = new_id()
+        contacts.append({"id": contact_id, "rowid": next_rowid(contacts), "name": name, "phone": phone})
+        store_contacts(self.phone, contacts)
+        self.page, self.shown, self.focus = "detail", contact_id, None
         self.ui.toast("已保存联系人")
 
     def show(self, contact_id: str) -> None:
@@ -63,7 +94,7 @@ class ContactsApp(App):
         self.confirm_delete = False
 
     def delete_contact(self) -> None:
-        self.save("contacts", without(self.contacts(), self.shown))
+        store_contacts(self.phone, without(self.contacts(), self.shown))
         self.page, self.shown, self.confirm_delete = "list", None, False
         self.ui.toast("已删除联系人")
 

@@ -5,13 +5,20 @@ from __future__ import annotations
 from farm.sim.apps.base import App, Bounds, Frame, ListItem, Node, scroll_list, switch, title_bar
 from farm.sim.apps.forms import two_line_row
 
-# (table, key, on value, off value, default)
-_TOGGLES: dict[str, tuple[str, str, str, str, str]] = {
-    "WLAN": ("global", "wifi_on", "1", "0", "1"),
-    "飞行模式": ("global", "airplane_mode_on", "1", "0", "0"),
-    "蓝牙": ("global", "bluetooth_on", "1", "0", "0"),
-    "深色主题": ("secure", "ui_night_mode", "2", "1", "1"),
+# (table, key, values that read as on, value written for on, value written for off, default)
+_TOGGLES: dict[str, tuple[str, str, tuple[str, ...], str, str, str]] = {
+    # Settings.Global.WIFI_ON: 0 off, 1 on, 2 on in airplane mode, 3 off because airplane mode is on.
+    "WLAN": ("global", "wifi_on", ("1", "2"), "1", "0", "1"),
+    "飞行模式": ("global", "airplane_mode_on", ("1",), "1", "0", "0"),
+    # Settings.Global.BLUETOOTH_ON: 0 off, 1 on, 2 on before airplane mode turned it off.
+    "蓝牙": ("global", "bluetooth_on", ("1",), "1", "0", "0"),
+    # Settings.Secure.UI_NIGHT_MODE: UiModeManager.MODE_NIGHT_YES 2 / MODE_NIGHT_NO 1 (`cmd uimode night`).
+    "深色主题": ("secure", "ui_night_mode", ("2",), "2", "1", "1"),
 }
+# What turning airplane mode on (then off) does to the radios' persisted states, as WifiSettingsStore and
+# BluetoothManagerService write them: a radio that was on is switched off and remembered, then restored.
+_AIRPLANE_ON = {"wifi_on": {"1": "3"}, "bluetooth_on": {"1": "2"}}
+_AIRPLANE_OFF = {"wifi_on": {"3": "1", "2": "1"}, "bluetooth_on": {"2": "1"}}
 
 
 class SettingsApp(App):
@@ -37,12 +44,23 @@ class SettingsApp(App):
 
     # settings table access ------------------------------------------------------------------------
     def toggle_on(self, name: str) -> bool:
-        table, key, on, _off, default = _TOGGLES[name]
-        return self.phone.settings.setdefault(table, {}).get(key, default) == on
+        table, key, on_values, _on, _off, default = _TOGGLES[name]
+        return self.phone.settings.setdefault(table, {}).get(key, default) in on_values
 
     def flip(self, name: str) -> None:
-        table, key, on, off, _default = _TOGGLES[name]
-        self.phone.settings.setdefault(table, {})[key] = off if self.toggle_on(name) else on
+        table, key, _on_values, on, off, _default = _TOGGLES[name]
+        settings = self.phone.settings.setdefault(table, {})
+        airplane = self.phone.settings.setdefault("global", {}).get("airplane_mode_on") == "1"
+        turning_on = not self.toggle_on(name)
+        if name == "WLAN" and turning_on and airplane:
+            settings[key] = "2"  # WIFI_ENABLED_APM_OVERRIDE: on although airplane mode is on
+        else:
+            settings[key] = on if turning_on else off
+        if name == "飞行模式":
+            radios = self.phone.settings["global"]
+            for radio, change in (_AIRPLANE_ON if turning_on else _AIRPLANE_OFF).items():
+                current = radios.get(radio, "0")
+                radios[radio] = change.get(current, current)
 
     # view -------------------------------------------------------------------------------------------
     def _entry(self, title: str, summary: str, target: str | None) -> ListItem:

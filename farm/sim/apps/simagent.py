@@ -201,21 +201,27 @@ def leave_marker(phone: PhoneState, task: dict[str, Any], marker: str) -> str | 
     package = _target_package(task) or "dev.agentfarm.notes"
     if phone.profile.package(package) is None:
         return None
-    app = app_class(package)(phone.ui)
     key = uuid.uuid4().hex[:12]
+    # Through the apps' own stores (defaults included), as if the agent had used the app's screens.
     if package == "com.android.deskclock":
-        alarms = app.load("alarms", [])
-        alarms.append({"id": key, "time": _alarm_time(task), "label": marker, "enabled": True})
-        app.save("alarms", sorted(alarms, key=lambda a: a["time"]))
-    elif package == "com.android.contacts":
-        number = next((t for t in _wanted_texts(task) if re.fullmatch(r"[+\d][\d -]*", t)), "")
-        app.save("contacts", [*app.load("contacts", []), {"id": key, "name": marker, "phone": number}])
-    elif package == "com.android.calendar":
-        when = datetime.now(UTC).strftime("%Y-%m-%d 09:00")
-        from farm.sim.apps.calendar import CalendarApp
+        from farm.sim.apps.clock import saved_alarms, store_alarms
 
-        events = app.events() if isinstance(app, CalendarApp) else []
-        app.save("events", [*events, {"id": key, "title": marker, "when": when}])
+        store_alarms(phone, [*saved_alarms(phone), {"id": key, "time": _alarm_time(task), "label": marker,
+                                                    "enabled": True}])
+    elif package == "com.android.contacts":
+        from farm.sim.apps.base import next_rowid
+        from farm.sim.apps.contacts import saved_contacts, store_contacts
+
+        number = next((t for t in _wanted_texts(task) if re.fullmatch(r"[+\d][\d -]*", t)), "")
+        contacts = saved_contacts(phone)
+        store_contacts(phone, [*contacts, {"id": key, "rowid": next_rowid(contacts), "name": marker, "phone": number}])
+    elif package == "com.android.calendar":
+        from farm.sim.apps.base import next_rowid
+        from farm.sim.apps.calendar import saved_events, store_events
+
+        when = datetime.now(UTC).strftime("%Y-%m-%d 09:00")
+        events = saved_events(phone)
+        store_events(phone, [*events, {"id": key, "rowid": next_rowid(events), "title": marker, "when": when}])
     elif package == "com.android.documentsui":
         phone.makedirs(f"/sdcard/{marker}")
     elif package == "dev.agentfarm.notes" or package not in ("dev.agentfarm.messenger", "dev.agentfarm.shop"):

@@ -1,0 +1,57 @@
+"""Tasks verified by the phone's state, on the virtual phone: a goal that already holds before the agent starts is
+an invalid start (never a pass, never the agent's failure), and the harness reads the state itself, before and after."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import adbutils
+
+from farm.results.store import ReadProblems, read_records
+from farm.sim.launcher import SimPhone
+from farm.sweep.sweep import sweep
+from tests.helpers.sweep import sweep_request
+
+WIFI_ON = {
+    "id": "settings-wifi-on", "goal": "帮我把 Wi-Fi 打开", "apps": ["{app:settings}"], "category": "write",
+    "partition": "tune", "requires": ["app:settings"], "expect": "succeeded", "maxSteps": 10, "timeoutSec": 60,
+    "checks": [{"type": "state", "probe": "setting_global:wifi_on", "op": "changed", "before": "0", "value": "1"}],
+    "goalState": [{"probe": "setting_global:wifi_on", "op": "equals", "value": "1"}],
+}
+
+
+def _device(phone: SimPhone) -> adbutils.AdbDevice:
+    return adbutils.AdbClient(port=phone.adb_port).device(phone.serial)
+
+
+def _tasks(root: Path, *tasks: dict[str, object]) -> Path:
+    for task in tasks:
+        path = root / "write" / f"{task['id']}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(task, ensure_ascii=False), encoding="utf-8")
+    return root
+
+
+def test_a_wifi_task_on_a_phone_where_wifi_is_already_on_is_an_invalid_start(
+    virtual_phone: SimPhone, tmp_path: Path
+) -> None:
+    _device(virtual_phone).shell("settings put global wifi_on 1")
+    tasks = _tasks(tmp_path / "tasks", WIFI_ON)
+    result = sweep(sweep_request(tmp_path, tasks, run_id="w1"))
+    (rec,) = read_records(result.run_dir / "records.jsonl", ReadProblems())
+    assert (rec.outcome, rec.passed, rec.failure_category) == ("skipped", False, "invalid_start")
+    assert rec.reasons == ["invalid start: the goal already held before the agent started "
+                           "(setting_global:wifi_on is '1')"]
+    # Counted apart: not attempted, so neither a pass nor a failure of the agent.
+    assert "attempted 0" in result.headline
+
+
+def test_the_same_task_runs_when_the_phone_starts_away_from_the_goal(virtual_phone: SimPhone, tmp_path: Path) -> None:
+    _device(virtual_phone).shell("settings put global wifi_on 0")
+    tasks = _tasks(tmp_path / "tasks", WIFI_ON)
+    result = sweep(sweep_request(tmp_path, tasks, run_id="w2"))
+    (rec,) = read_records(result.run_dir / "records.jsonl", ReadProblems())
+    assert rec.failure_category != "invalid_start"
+    # The scripted policy has no script for it: the task is left unrun, but it did start from a valid state.
+    assert not rec.passed
