@@ -219,21 +219,29 @@ def test_a_stop_ends_a_try_on_a_stalled_link_within_seconds(virtual_farm: FarmFa
 def test_a_unit_whose_pull_stalls_is_an_infrastructure_error_and_tried_again(
     virtual_farm: FarmFactory, tmp_path: Path
 ) -> None:
+    from farm.android.devices import local_port
+    from farm.sim.launcher import SimFarm
     from farm.sweep.sweep import sweep
-    from tests.helpers.sweep import scripted_tasks, sweep_request
+    from tests.helpers.sweep import extra_adb_server, scripted_tasks, sweep_request
 
     steady = virtual_farm(1)[0]
-    # The health gate and preparation take ~3 kB; the first try's tree (~90 kB) stalls mid-pull at 30 kB, as the
-    # issue's phone did. Its later tries stall at the bundle push.
-    stalling = virtual_farm(1, faults=FaultSpec(stall_after_bytes=30_000))[0]
-    config = tmp_path / "farm.yaml"
-    config.write_text("stall_s: 2\n", encoding="utf-8")
-    tasks = scripted_tasks(tmp_path / "tasks")
-    started = time.monotonic()
-    result = sweep(sweep_request(tmp_path, tasks, executor="instrument", host=None, spread="shard", run_id="s1",
-                                 idle_timeout_s=60, config=config,
-                                 agent=AgentOptions(split="all", allow_irreversible=True)))
-    took = time.monotonic() - started
+    with extra_adb_server() as port:
+        # On a second farm host. The health gate and preparation take a few kB; the first try's tree (~90 kB) stalls
+        # mid-pull at 30 kB, as the phone did. Its later tries stall at the bundle push.
+        other = SimFarm(port)
+        try:
+            stalling = other.add(1, faults=FaultSpec(stall_after_bytes=30_000))[0]
+            config = tmp_path / "farm.yaml"
+            config.write_text(f"stall_s: 2\nadb_servers:\n  - {{host: 127.0.0.1, port: {local_port()}}}\n"
+                              f"  - {{host: 127.0.0.1, port: {port}}}\n", encoding="utf-8")
+            tasks = scripted_tasks(tmp_path / "tasks")
+            started = time.monotonic()
+            result = sweep(sweep_request(tmp_path, tasks, executor="instrument", host=None, spread="shard",
+                                         run_id="s1", idle_timeout_s=60, config=config,
+                                         agent=AgentOptions(split="all", allow_irreversible=True)))
+            took = time.monotonic() - started
+        finally:
+            other.stop()
     records = [r for r in read_records(result.run_dir / "records.jsonl") if r.outcome != "skipped"]
     assert Counter(str(r.extra["unit"]) for r in records) == Counter({str(r.extra["unit"]): 1 for r in records})
     tries = [t for r in records for t in cast(list[dict[str, str]], r.extra.get("tries", []))]
