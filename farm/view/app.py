@@ -1,10 +1,13 @@
-"""The viewer's routes: the run list, a run's report and files, its units and each unit's trajectory; and the same
-run list and units as JSON under `/api/` (each phone by its stable name beside its serial and adb server).
+"""The viewer's routes: the run list (filtered and sorted: `farm.view.run_list`), two runs side by side
+(`/compare?a=A&b=B`), a run's page (its headline, report files and units filtered, searched and paged:
+`farm.view.unit_query`), its files, and each unit's trajectory; and the same run list and units as JSON under `/api/`
+(each phone by its stable name beside its serial and adb server).
 
 Served on loopback only, read-only, offline: pages are rendered with Jinja2 autoescape (everything shown
-comes from phones, pages and models), carry no script at all, and a Content-Security-Policy allows nothing
-but the viewer itself. A run's files are served under `/runs/<run>/` so the relative links of its
-report.html land here; a link to a run record or a try directory opens that unit's trajectory.
+comes from phones, pages and models), carry no script at all (filters are plain GET forms), and a
+Content-Security-Policy allows nothing but the viewer itself. A run's files are served under `/runs/<run>/`
+so the relative links of its report.html (`/runs/<run>/report.html`, beside the run page) land here; a link to a
+run record or a try directory opens that unit's trajectory.
 """
 
 from __future__ import annotations
@@ -19,16 +22,21 @@ from jinja2 import Environment, FileSystemLoader
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from farm.report.why import record_why
-from farm.view.files import REPORT_NAME, Refused, exists, inside, list_dir, media_type, run_dir_of
-from farm.view.runs import list_runs, summarise
+from farm.view.compare import compare
+from farm.view.files import Refused, inside, list_dir, media_type, run_dir_of
+from farm.view.run_list import SORTS, STATUSES, RunQuery
+from farm.view.run_page import run_view
+from farm.view.runs import list_runs
 from farm.view.trajectory import load_trajectory
+from farm.view.unit_lookup import find_unit
+from farm.view.unit_query import UnitQuery
 from farm.view.units import RunUnits, Unit, UnitRow, cached_units
 
 HERE = Path(__file__).parent
 SECURITY_HEADERS = {
     # Reports use inline CSS and inline SVG; nothing may run and nothing may load from elsewhere.
     "Content-Security-Policy": ("default-src 'none'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
-                                "font-src 'self' data:; base-uri 'none'; form-action 'none'; "
+                                "font-src 'self' data:; base-uri 'none'; form-action 'self'; "
                                 "frame-ancestors 'none'"),
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
@@ -59,17 +67,27 @@ def path_url(run: str, *parts: str) -> str:
     return f"/runs/{quote(run, safe='')}/" + quote(joined, safe="/")
 
 
+def unit_href(run: str, key: str) -> str:
+    """The trajectory page of the unit with this key."""
+    return f"/runs/{quote(run, safe='')}/units/{quote(key, safe='')}"
+
+
 def unit_url(run: str, unit: Unit) -> str:
     """The trajectory page of a unit."""
-    return f"/runs/{quote(run, safe='')}/units/{quote(unit.key, safe='')}"
+    return unit_href(run, unit.key)
 
 
-def create_app(runs_dir: Path, *, hosts: tuple[str, ...] = ("127.0.0.1", "localhost")) -> FastAPI:
-    """The viewer of the runs under `runs_dir`; requests naming another host are refused (DNS rebinding)."""
+def create_app(runs_dir: Path, *, tasks_dir: Path | None = None,
+               hosts: tuple[str, ...] = ("127.0.0.1", "localhost")) -> FastAPI:
+    """The viewer of the runs under `runs_dir`; requests naming another host are refused (DNS rebinding).
+
+    `tasks_dir`: the task set whose goals the run page searches (`farm.view.goals`; default: the one each run's
+    recorded farm.yaml named)."""
     app = FastAPI(title="farm view", docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(hosts))
     env = _env()
     env.globals["unit_url"] = unit_url
+    env.globals["unit_href"] = unit_href
 
     @app.middleware("http")
     async def headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
@@ -98,12 +116,29 @@ def create_app(runs_dir: Path, *, hosts: tuple[str, ...] = ("127.0.0.1", "localh
         return message(*found) if isinstance(found, tuple) else found
 
     @app.get("/", response_class=HTMLResponse)
-    def index() -> HTMLResponse:
-        return page("runs.html.j2", runs=list_runs(runs_dir), runs_dir=str(runs_dir))
+    def index(request: Request) -> HTMLResponse:
+        query = RunQuery.parse(request.query_params)
+        rows = list_runs(runs_dir, tasks_dir)
+        labels = sorted({r.label for r in rows if r.label})
+        return page("runs.html.j2", runs=query.apply(rows), total=len(rows), query=query, labels=labels,
+                    sorts=SORTS, statuses=STATUSES, runs_dir=str(runs_dir))
 
     @app.get("/api/runs")
-    def api_runs() -> JSONResponse:
-        return JSONResponse([row.model_dump(mode="json") for row in list_runs(runs_dir)])
+    def api_runs(request: Request) -> JSONResponse:
+        query = RunQuery.parse(request.query_params)
+        return JSONResponse([row.model_dump(mode="json") for row in query.apply(list_runs(runs_dir, tasks_dir))])
+
+    @app.get("/compare")
+    def compare_page(request: Request) -> Response:
+        a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
+        if not a or not b:
+            return message(400, "Pick two runs", "Pick a run as A and another as B on the run list, then compare.")
+        dirs = [find_run(a), find_run(b)]
+        for found in dirs:
+            if isinstance(found, tuple):
+                return message(*found)
+        a_dir, b_dir = (d for d in dirs if isinstance(d, Path))
+        return page("compare.html.j2", c=compare(runs_dir, a_dir, b_dir, tasks_dir))
 
     @app.get("/api/runs/{run}/units")
     def api_units(run: str) -> JSONResponse:
@@ -123,15 +158,13 @@ def create_app(runs_dir: Path, *, hosts: tuple[str, ...] = ("127.0.0.1", "localh
         return RedirectResponse(f"/runs/{quote(run, safe='')}/", status_code=308)
 
     @app.get("/runs/{run}/")
-    def run_page(run: str) -> Response:
+    def run_page(run: str, request: Request) -> Response:
         run_dir = open_run(run)
         if isinstance(run_dir, HTMLResponse):
             return run_dir
-        report = run_dir / REPORT_NAME
-        if exists(report, file=True):
-            return FileResponse(report, media_type="text/html; charset=utf-8")
-        return page("no_report.html.j2", run=run, units=_sorted(cached_units(run_dir)),
-                    summary=summarise(runs_dir, run))
+        # The run's report is one click away (report.html beside this page: its relative links resolve alike).
+        view = run_view(runs_dir, run, UnitQuery.parse(request.query_params), tasks_dir)
+        return page("run.html.j2", run=run, v=view)
 
     @app.get("/runs/{run}/units")
     def units_no_slash(run: str) -> Response:
@@ -150,7 +183,7 @@ def create_app(runs_dir: Path, *, hosts: tuple[str, ...] = ("127.0.0.1", "localh
         run_dir = open_run(run)
         if isinstance(run_dir, HTMLResponse):
             return run_dir
-        found = cached_units(run_dir).get(unit)
+        found = find_unit(runs_dir, run_dir, unit, tasks_dir)
         if found is None:
             return message(404, "No such unit", f"{run}: no unit {unit}")
         return page("unit.html.j2", t=load_trajectory(run_dir, run, found))

@@ -52,9 +52,13 @@ def read_manifest(run_dir: Path) -> mf.Manifest | None:
 def run_phones(manifest: mf.Manifest | None, records: Iterable[Record]) -> dict[str, PhoneId]:
     """Serial → PhoneId of every phone of the run: those its manifest lists, and android records' devices it
     does not."""
+    return phones_of(manifest, {r.device for r in records if r.lane == "android"})
+
+
+def phones_of(manifest: mf.Manifest | None, android_devices: Iterable[str]) -> dict[str, PhoneId]:
+    """`run_phones` from the devices the android records name (what a DuckDB read of the records yields)."""
     manifests = [manifest.model_dump(mode="json")] if manifest is not None else []
-    serials = sorted({r.device for r in records if r.lane == "android"})
-    return from_manifests(manifests, [(serial, None) for serial in serials])
+    return from_manifests(manifests, [(serial, None) for serial in sorted(set(android_devices))])
 
 
 def phone_ref(device: str, phones: dict[str, PhoneId]) -> PhoneRef:

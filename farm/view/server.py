@@ -40,14 +40,17 @@ def check_port(port: int) -> int:
 
 
 class ViewServer(LoopbackServer):
-    """The viewer of `runs_dir` on `host:port` (0 = any free port), in a daemon thread; a context manager."""
+    """The viewer of `runs_dir` on `host:port` (0 = any free port), in a daemon thread; a context manager.
+    `tasks_dir`: the task set whose goals run pages search (see `farm.view.goals`)."""
 
     what = "viewer"
     thread_name = "farm-view"
 
-    def __init__(self, runs_dir: Path, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+    def __init__(self, runs_dir: Path, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+                 tasks_dir: Path | None = None) -> None:
         super().__init__(check_host(host), check_port(port))
         self.runs_dir = runs_dir
+        self.tasks_dir = tasks_dir
 
     @property
     def url(self) -> str:
@@ -58,4 +61,5 @@ class ViewServer(LoopbackServer):
         """The viewer app, answering only under this server's own host names."""
         from farm.view.app import create_app
 
-        return create_app(self.runs_dir, hosts=tuple(dict.fromkeys((self.host, "127.0.0.1", "localhost"))))
+        hosts = tuple(dict.fromkeys((self.host, "127.0.0.1", "localhost")))
+        return create_app(self.runs_dir, tasks_dir=self.tasks_dir, hosts=hosts)

@@ -129,7 +129,8 @@ class RunUnits(BaseModel):
 
 
 def unit_key(record: Record) -> str:
-    """The readable part of a unit's key (before any `-N` that makes it unique)."""
+    """The readable part of a unit's key (before any `-N` that makes it unique). Written again in SQL for the run
+    page (`farm.view.unit_index._KEY`): a change here is a change there, or the run page's links stop opening."""
     parts = [record.task_id, record.device]
     if record.instance:
         parts.append(f"i{record.instance}")
@@ -152,7 +153,8 @@ def read_records(run_dir: Path) -> tuple[list[Record], list[str]]:
     return current_records(records), [*problems.torn, *problems.corrupt]
 
 
-def _evidence(run_dir: Path, record: Record) -> tuple[str | None, str | None]:
+def evidence_of(run_dir: Path, record: Record) -> tuple[str | None, str | None]:
+    """The record's run record relative to the run directory when the viewer may open it, else why not."""
     if not record.evidence:
         return None, None
     try:
@@ -177,7 +179,7 @@ def load_units(run_dir: Path) -> RunUnits:
         base = unit_key(rec)
         seen[base] = seen.get(base, 0) + 1
         key = base if seen[base] == 1 else f"{base}-{seen[base]}"
-        evidence, note = _evidence(run_dir, rec)
+        evidence, note = evidence_of(run_dir, rec)
         units.append(Unit(key=key, record=rec, phone=phone_ref(rec.device, phones), evidence=evidence,
                           evidence_note=note, latest=id(rec) in latest))
     return RunUnits(units=units, problems=problems)

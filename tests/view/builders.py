@@ -1,12 +1,15 @@
-"""Builders of the viewer tests: a run whose one record names a host-executor run record, and its steps."""
+"""Builders of the viewer tests: a run whose one record names a host-executor run record, and its steps; a wide
+synthetic run (hundreds of units on three phones) with its task set, for the run page."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
-from farm.results.record import CheckResult, Record
+from farm import manifest as mf
+from farm.results.record import CheckResult, Record, RunMetrics, Tokens
 from farm.scoring.transcript import ActionLine, ObservationLine, ResultLine, StepLine, StepTimings
 from tests.helpers.records import record, write_run
 
@@ -51,3 +54,72 @@ def make_run(runs: Path, *, run: str = RUN, records: list[Record] | None = None,
                         servers={"SER1": adb_server} if adb_server else None)
     (run_dir / EVIDENCE).mkdir(parents=True)
     return Path(run_dir)
+
+
+WIDE = "r-wide"
+"""The synthetic run of the run page's tests."""
+WIDE_PHONES = (("SER1", "Pixel 7"), ("SER2", "Pixel 8"), ("SER3", "Galaxy S23"))
+WIDE_CATEGORIES = ("read/system", "write", "web")
+GOAL_WORD = "zebracrossing"
+"""A word only the goal of task `task-007` holds (records do not carry goals; the task set does)."""
+ANSWER_WORD = "platypus"
+"""A word only the answer of task `task-012` holds."""
+CHECK_WORD = "kumquat"
+"""A word only the failing check's detail of task `task-025` holds."""
+
+
+def wide_verdict(i: int) -> tuple[str, bool]:
+    """Unit i's outcome and verdict: every 11th skipped, every 7th an error, every 5th failed, else passed."""
+    if i % 11 == 10:
+        return "skipped", False
+    if i % 7 == 6:
+        return "error", False
+    if i % 5 == 0:
+        return "failed", False
+    return "succeeded", True
+
+
+def wide_records(n: int, *, run: str = WIDE) -> list[Record]:
+    """`n` units: task-000… round-robin over three phones and three categories, outcomes by `wide_verdict`, each
+    with tokens, time and cost; a failed unit's answer_regex check says what it looked for."""
+    out = []
+    for i in range(n):
+        outcome, passed = wide_verdict(i)
+        task = f"task-{i:03d}"
+        checks = [] if outcome in ("skipped", "error") else [CheckResult(
+            type="answer_regex", passed=passed,
+            detail=f"looked for {i}{' ' + CHECK_WORD if i == 25 else ''}; answer said {i + (0 if passed else 1)}")]
+        out.append(record(
+            task, run=run, device=WIDE_PHONES[i % 3][0], category=WIDE_CATEGORIES[i % 3], outcome=outcome,
+            passed=passed, checks=checks, answer=None if outcome in ("skipped", "error") else
+            f"the answer is {i}{' ' + ANSWER_WORD if i == 12 else ''}",
+            end_reason=None if outcome == "skipped" else "error" if outcome == "error" else "answer",
+            reasons=[] if passed else [f"{outcome} on unit {i}"],
+            metrics=RunMetrics(total_ms=1000.0 + i), tokens=Tokens(input_new=1000 + i, cache_read=10, output=50),
+            cost_usd=0.001, evidence=None))
+    return out
+
+
+def make_wide_run(runs: Path, tasks: Path, n: int = 250, *, run: str = WIDE, records: list[Record] | None = None,
+                  label: str | None = "nightly", created_at: str = "2026-12-01T03:00:00Z") -> Path:
+    """A run of `n` synthetic units (`wide_records`) on WIDE_PHONES, host executor with a model policy on the tune
+    split, and its task set under `tasks` (goals `Ask about item i`, task-007's with GOAL_WORD), each task's hash in
+    the manifest as `farm run` records it."""
+    recs = records if records is not None else wide_records(n, run=run)
+    entries = []
+    for i, rec in enumerate({r.task_id: r for r in recs}.values()):
+        path = tasks / rec.category / f"{rec.task_id}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        goal = f"Ask about item {i}" + (f" at the {GOAL_WORD}" if rec.task_id == "task-007" else "")
+        data = json.dumps({"id": rec.task_id, "goal": goal}, ensure_ascii=False).encode()
+        path.write_bytes(data)
+        entries.append(mf.TaskEntry(id=rec.task_id, sha256=hashlib.sha256(data).hexdigest()))
+    run_dir = Path(write_run(runs, run, recs, phones=list(WIDE_PHONES)))
+    lane = mf.LaneEntry(lane="android", detail={
+        "executor": "host", "split": "tune", "request": {"host": {"policy": "model", "model": "gpt-test"}}})
+
+    def change(m: mf.Manifest) -> None:
+        m.tasks, m.lanes, m.label, m.created_at, m.status = entries, [lane], label, created_at, "finished"
+
+    mf.update(run_dir, change)
+    return run_dir

@@ -61,11 +61,12 @@ def test_a_run_without_a_report_says_how_to_make_one(site: tuple[TestClient, Pat
 def test_the_report_is_served_and_its_evidence_links_open_the_trajectory(site: tuple[TestClient, Path]) -> None:
     client, run_dir = site
     _report(run_dir)
-    page = client.get(f"/runs/{RUN}/")
+    assert f'href="/runs/{RUN}/report.html"' in client.get(f"/runs/{RUN}/").text  # one click from the run page
+    page = client.get(f"/runs/{RUN}/report.html")
     assert page.headers["content-type"].startswith("text/html") and "run record" in page.text
     unit = f"/runs/{RUN}/units/calc.SER1.a1"
     for link in (EVIDENCE, "android/SER1/units/calc.SER1.try1", f"{EVIDENCE}/"):
-        # The browser resolves the report's relative link against /runs/<run>/.
+        # The browser resolves the report's relative link against /runs/<run>/, where report.html is.
         answer = client.get(f"/runs/{RUN}/{link}")
         assert (answer.status_code, answer.headers["location"]) == (303, unit), link
 
@@ -87,7 +88,8 @@ def test_no_page_carries_a_script_and_every_answer_forbids_loading_from_elsewher
 ) -> None:
     client, run_dir = site
     _report(run_dir)
-    pages = ("/", f"/runs/{RUN}/", f"/runs/{RUN}/units/", f"/runs/{RUN}/units/calc.SER1.a1", f"/runs/{RUN}/android/")
+    pages = ("/", f"/runs/{RUN}/", f"/runs/{RUN}/units/", f"/runs/{RUN}/units/calc.SER1.a1", f"/runs/{RUN}/android/",
+             f"/runs/{RUN}/?verdict=fail&q=56086", f"/compare?a={RUN}&b={RUN}")
     for url in pages:
         answer = client.get(url)
         assert answer.status_code == 200, url

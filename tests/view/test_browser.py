@@ -1,5 +1,6 @@
-"""The viewer in real Chromium, on a real host-executor run of the virtual phone: the run list, the run's
-report, a failed unit's trajectory stepped through, at 1400 px and 480 px, offline."""
+"""The viewer in real Chromium, on a real host-executor run of the virtual phone: the run list, the run's page and
+its report, a failed unit's trajectory stepped through, at 1400 px and 480 px, offline; and on a synthetic run of
+250 units: the run list, the run page filtered to failures through its form, a unit opened."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from farm.android.options import AgentOptions, HostSettings
 from farm.sweep.dev_run import run, run_request
 from farm.view.server import ViewServer
 from host_agent.scripted import DEFAULT_SCRIPTS
+from tests.view.builders import WIDE, make_wide_run, wide_verdict
 
 RUN = "r-view"
 WRONG_MULTIPLY = """steps:
@@ -60,13 +62,16 @@ def _walk(browser: Browser, base: str, width: int, shots: Path) -> None:
         page.goto(base)
         page.get_by_role("link", name=RUN, exact=True).click()
         page.wait_for_url(f"{base}runs/{RUN}/")
+        _fits(page, f"run page at {width} px")
+        page.get_by_role("link", name="report.html", exact=True).first.click()
+        page.wait_for_url(f"{base}runs/{RUN}/report.html")
         page.screenshot(path=str(shots / f"report-{width}.png"), full_page=True)
         page.goto(base)
         assert "%" in page.locator("table.runs").inner_text()
         _fits(page, f"run list at {width} px")
         page.screenshot(path=str(shots / f"runs-{width}.png"), full_page=True)
         # The report's evidence link of the failed unit is relative to the report; the viewer opens the trajectory.
-        page.goto(f"{base}runs/{RUN}/")
+        page.goto(f"{base}runs/{RUN}/report.html")
         page.locator('a[href*="calculator-multiply"]').first.click()
         page.wait_for_url("**/units/calculator-multiply.*")
         assert page.locator("h1").inner_text().startswith("calculator-multiply")
@@ -111,3 +116,40 @@ def test_the_viewer_in_chromium_opens_a_failed_unit_and_steps_through_it(
             _walk(chromium_browser, server.url, width, shots)
     assert sorted(p.name for p in shots.iterdir()) == sorted(
         f"{kind}-{w}.png" for kind in ("report", "runs", "unit-step1", "unit") for w in (1400, 480))
+
+
+def test_in_chromium_the_run_list_leads_to_a_run_filtered_to_failures_and_one_unit(
+    chromium_browser: Browser, tmp_path: Path
+) -> None:
+    runs, tasks = tmp_path / "runs", tmp_path / "tasks"
+    make_wide_run(runs, tasks, 250)
+    requested: list[str] = []
+    with ViewServer(runs, port=0, tasks_dir=tasks) as server:
+        base = server.url
+        context = chromium_browser.new_context(viewport={"width": 480, "height": 900})
+        try:
+            page = context.new_page()
+            page.on("request", lambda request: requested.append(request.url))
+            page.goto(base)
+            assert "nightly" in page.locator("table.runs").inner_text()
+            page.get_by_role("link", name=WIDE, exact=True).click()
+            page.wait_for_url(f"{base}runs/{WIDE}/")
+            assert "Units 1–100 of 250" in page.locator("p.shown").inner_text()
+            page.locator("select[name=verdict]").select_option("fail")
+            page.get_by_role("button", name="Filter").click()
+            page.wait_for_url("**verdict=fail**")
+            failed = sum(wide_verdict(i)[0] == "failed" for i in range(250))
+            assert f"of {failed} matching" in page.locator("p.shown").inner_text()
+            badges = page.locator("table.units .badge").all_inner_texts()
+            assert badges and set(badges) == {"fail"}
+            _fits(page, "the filtered run page at 480 px")
+            first = page.locator("table.units td a").first
+            task = first.inner_text()
+            first.click()
+            page.wait_for_url(f"**/runs/{WIDE}/units/{task}.*")
+            assert page.locator("h1").inner_text() == f"{task} fail"
+            assert "answer_regex" in page.locator("table.checks").inner_text()
+        finally:
+            context.close()
+    foreign = [url for url in requested if not url.startswith(base)]
+    assert requested and foreign == [], foreign
