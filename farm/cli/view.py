@@ -27,6 +27,9 @@ def view(
     host: str = typer.Option(DEFAULT_HOST, "--host", metavar="ADDRESS",
                              help="Loopback address to listen on; any other is refused."),
     open_browser: bool = typer.Option(False, "--open", help="Open the viewer in the default browser."),
+    tasks_dir: Path | None = typer.Option(None, "--tasks-dir", metavar="DIR",
+                                          help="The task set whose goals the run pages search (default farm.yaml "
+                                               "tasks_dir; a goal shows only while its task file is unchanged)."),
 ) -> None:
     """Browse runs, their reports and each unit's steps (screenshots, screens, calls, checks) in a browser.
 
@@ -38,7 +41,11 @@ def view(
     check_host(host)
     check_port(port)
     root = runs_root(runs_dir, config)
-    server = ViewServer(root, host=host, port=port).start()
+    if tasks_dir is None:
+        from farm.config import load_config
+
+        tasks_dir = Path(load_config(config).tasks_dir)
+    server = ViewServer(root, host=host, port=port, tasks_dir=tasks_dir).start()
     print(f"farm view: {server.url} (runs in {root}; Ctrl-C to stop)", flush=True)
     if open_browser:
         import webbrowser
