@@ -12,10 +12,15 @@ from tests.helpers.host import host_phone, installed, task_spec
 
 
 def _run(sim: Any, tmp_path: Path, task_id: str, scripts: dict[str, Script] | None = None) -> TaskReport:
+    from host_agent.state_probes import keys_before, read_state
+
     phone = host_phone(sim)
     tree = EvalTree(tmp_path / "eval" / "r1", "r1")
-    return run_task(task_spec(task_id, phone), phone, ScriptedPolicy(scripts), tree,
-                    execution="simulated", installed=installed(sim))
+    spec = task_spec(task_id, phone)
+    # As a run does: the task's state probes are read just before the agent starts.
+    before = read_state(phone.shell, keys_before(spec.task))
+    return run_task(spec, phone, ScriptedPolicy(scripts), tree, execution="simulated", installed=installed(sim),
+                    state_before=before)
 
 
 def test_calculator_read_passes_by_answer_regex(virtual_phone: Any, tmp_path: Path) -> None:

@@ -1,8 +1,9 @@
-"""Settings: a few pages with toggles backed by the phone's `settings` tables, and About phone."""
+"""Settings: pages with toggles backed by the phone's `settings` tables, volume steps (声音和振动), About phone."""
 
 from __future__ import annotations
 
-from farm.sim.apps.base import App, Bounds, Frame, ListItem, Node, scroll_list, switch, title_bar
+from farm.sim import audio
+from farm.sim.apps.base import App, Bounds, Frame, ListItem, Node, image_button, scroll_list, split_h, switch, title_bar
 from farm.sim.apps.forms import two_line_row
 
 # (table, key, values that read as on, value written for on, value written for off, default)
@@ -19,6 +20,13 @@ _TOGGLES: dict[str, tuple[str, str, tuple[str, ...], str, str, str]] = {
 # BluetoothManagerService write them: a radio that was on is switched off and remembered, then restored.
 _AIRPLANE_ON = {"wifi_on": {"1": "3"}, "bluetooth_on": {"1": "2"}}
 _AIRPLANE_OFF = {"wifi_on": {"3": "1", "2": "1"}, "bluetooth_on": {"2": "1"}}
+# The volume rows of 声音和振动 and the stream each one sets (AOSP's 铃声和通知音量 is STREAM_RING).
+VOLUMES = (("媒体音量", audio.MUSIC), ("铃声和通知音量", "STREAM_RING"), ("闹钟音量", "STREAM_ALARM"))
+
+
+def switch_for(table: str, key: str) -> str | None:
+    """The name of the switch that writes settings `table` `key` (`global`, `wifi_on` → `WLAN`), or None."""
+    return next((name for name, (t, k, *_rest) in _TOGGLES.items() if (t, k) == (table, key)), None)
 
 
 class SettingsApp(App):
@@ -28,6 +36,7 @@ class SettingsApp(App):
     activity = ".Settings"
     activities = {"about": ".Settings$MyDeviceInfoActivity", "network": ".Settings$NetworkDashboardActivity",
                   "devices": ".Settings$ConnectedDeviceDashboardActivity",
+                  "sound": ".Settings$SoundSettingsActivity",
                   "display": ".Settings$DisplaySettingsActivity", "battery": ".Settings$PowerUsageSummaryActivity",
                   "storage": ".Settings$StorageDashboardActivity"}
     page = "main"
@@ -74,6 +83,21 @@ class SettingsApp(App):
 
         return ListItem(64, build)
 
+    def _volume(self, name: str, stream: str) -> ListItem:
+        # A volume row: its name, the level (what the slider shows), and a step down / up button each (the
+        # slider's keyboard and accessibility steps), which move the stream's index as a volume key does.
+        def build(bounds: Bounds) -> Node:
+            text_b, down_b, up_b = split_h(bounds, [4, 1, 1])
+            level = f"{audio.index(self.phone, stream)} / {audio.stream(stream).maximum}"
+            text = two_line_row(self, text_b, (name, "android:id/title"), (level, "android:id/summary"), None)
+            down = image_button(down_b, f"调低{name}", lambda: audio.adjust(self.phone, stream, -1),
+                                rid=self.rid("volume_down"))
+            up = image_button(up_b, f"调高{name}", lambda: audio.adjust(self.phone, stream, 1),
+                              rid=self.rid("volume_up"))
+            return Node(cls="android.widget.LinearLayout", bounds=bounds, children=[text, down, up])
+
+        return ListItem(72, build)
+
     def view(self, frame: Frame) -> list[Node]:
         p = self.phone.profile
         if self.page == "main":
@@ -81,6 +105,7 @@ class SettingsApp(App):
             items = [
                 self._entry("网络和互联网", "WLAN、移动网络、流量使用", "network"),
                 self._entry("已连接的设备", "蓝牙、配对", "devices"),
+                self._entry("声音和振动", "音量、铃声", "sound"),
                 self._entry("显示", "深色主题、字体大小、亮度", "display"),
                 self._entry("电池", f"{p.battery_level}%", "battery"),
                 self._entry("存储", f"已使用 {_gb(p.storage_total_mb - p.storage_free_mb)} GB", "storage"),
@@ -101,6 +126,8 @@ class SettingsApp(App):
             return "已连接的设备", [self._toggle("蓝牙")]
         if page == "display":
             return "显示", [self._toggle("深色主题")]
+        if page == "sound":
+            return "声音和振动", [self._volume(name, stream) for name, stream in VOLUMES]
         if page == "battery":
             return "电池", [self._entry("电池电量", f"{p.battery_level}%", None),
                           self._entry("充电状态", "正在充电" if p.charging else "未在充电", None)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import random
 import re
 from dataclasses import dataclass, field
@@ -142,6 +143,8 @@ def attempt(phone: PhoneState, task: dict[str, Any], opts: EvalOptions, files_di
                   "takeover": "takeover"}.get(outcome, "answer") if passed else "max_steps"
     apps = [str(a) for a in task.get("apps") or []]
     used = leave_marker(phone, task, marker) if passed and marker and outcome == "succeeded" else None
+    if passed and outcome == "succeeded":
+        change_settings(phone, task)
     answer = _answer(task, passed, marker) if end_reason in ("answer", "give_up") else None
     record: dict[str, Any] = {
         "id": tid, "category": task_directory(task), "partition": task.get("partition"), "expect": expect,
@@ -191,6 +194,42 @@ def _alarm_time(task: dict[str, Any]) -> str:
     return "07:00"
 
 
+def _state_wheres(task: dict[str, Any], probe: str, marker: str) -> list[tuple[str, dict[str, str]]]:
+    """(parameter, `where` with the marker filled in) of each state check of `task` that reads probe `probe`."""
+    out = []
+    for check in task.get("checks") or []:
+        if not isinstance(check, dict) or check.get("type") != "state":
+            continue
+        name, _, param = str(check.get("probe", "")).partition(":")
+        where = check.get("where")
+        if name == probe and isinstance(where, dict):
+            out.append((param, {str(k): marker if v == "{marker}" else str(v) for k, v in where.items()}))
+    return out
+
+
+def change_settings(phone: PhoneState, task: dict[str, Any]) -> None:
+    """What a passed setting task's state checks look for, done as the agent would in Settings: the switch that writes
+    a checked key is tapped once (goalState keeps a phone already in the goal from running the task), and a volume a
+    check compares is stepped up or down once."""
+    from farm.sim import audio
+    from farm.sim.apps.settings import SettingsApp, switch_for
+
+    tapped: set[str] = set()
+    for check in task.get("checks") or []:
+        if not isinstance(check, dict) or check.get("type") != "state":
+            continue
+        name, _, param = str(check.get("probe", "")).partition(":")
+        where = check.get("where")
+        stream = str(where.get("stream", audio.MUSIC)) if isinstance(where, dict) else audio.MUSIC
+        if name == "volumes" and check.get("op") in ("increased", "decreased"):
+            audio.adjust(phone, stream, 1 if check.get("op") == "increased" else -1)
+            continue
+        switch = "深色主题" if name == "night_mode" else switch_for(name.removeprefix("setting_"), param)
+        if switch is not None and switch not in tapped:
+            SettingsApp(phone.ui).flip(switch)
+            tapped.add(switch)
+
+
 def leave_marker(phone: PhoneState, task: dict[str, Any], marker: str) -> str | None:
     """Create the marked data a passed write task made, in the app a fresh look will check; the package."""
     import time
@@ -213,17 +252,30 @@ def leave_marker(phone: PhoneState, task: dict[str, Any], marker: str) -> str | 
         from farm.sim.apps.contacts import saved_contacts, store_contacts
 
         number = next((t for t in _wanted_texts(task) if re.fullmatch(r"[+\d][\d -]*", t)), "")
+        # The people a contacts state check looks for (name and number), else one named with the marker.
+        people = [(w["display_name"], w.get("data1", "")) for _param, w in _state_wheres(task, "contacts", marker)
+                  if w.get("display_name")] or [(marker, number)]
         contacts = saved_contacts(phone)
-        store_contacts(phone, [*contacts, {"id": key, "rowid": next_rowid(contacts), "name": marker, "phone": number}])
+        for n, (name, phone_number) in enumerate(people):
+            contacts.append({"id": f"{key}-{n}", "rowid": next_rowid(contacts), "name": name, "phone": phone_number})
+        store_contacts(phone, contacts)
     elif package == "com.android.calendar":
         from farm.sim.apps.base import next_rowid
         from farm.sim.apps.calendar import saved_events, store_events
 
-        when = datetime.now(UTC).strftime("%Y-%m-%d 09:00")
+        # An all-day event on the day a calendar state check's dtstart (UTC midnight) names, else today 09:00.
+        days = [w["dtstart"] for _param, w in _state_wheres(task, "calendar_events", marker)
+                if w.get("dtstart", "").isdigit()]
+        when = (datetime.fromtimestamp(int(days[0]) / 1000, UTC).strftime("%Y-%m-%d") if days
+                else datetime.now(UTC).strftime("%Y-%m-%d 09:00"))
         events = saved_events(phone)
         store_events(phone, [*events, {"id": key, "rowid": next_rowid(events), "title": marker, "when": when}])
     elif package == "com.android.documentsui":
-        phone.makedirs(f"/sdcard/{marker}")
+        # The folders the files state checks list (`files:<folder>` with a row named …), else the marker in the root.
+        folders = [f"{param}/{w['name']}" for param, w in _state_wheres(task, "files", marker)
+                   if w.get("name") and w.get("type", "dir") == "dir"] or [marker]
+        for folder in folders:
+            phone.makedirs(posixpath.normpath(f"/sdcard/{folder}"))
     elif package == "dev.agentfarm.notes" or package not in ("dev.agentfarm.messenger", "dev.agentfarm.shop"):
         package = "dev.agentfarm.notes" if phone.profile.package("dev.agentfarm.notes") else package
         notes = app_class(package)(phone.ui)
