@@ -57,9 +57,15 @@ class _NoVerdict(Exception):
     """The reading says nothing about the agent: why, in words."""
 
 
+_MISSING = "No such file or directory"
+"""How toybox says a path is not there: for a file the task asks for, that is the state, not a refusal."""
+
+
 def _read(reading: ProbeReading | None, probe: str, when: str) -> str:
     if reading is None:
         raise _NoVerdict(f"{probe} was not read {when} the attempt")
+    if reading.refused is not None and when == "after" and _MISSING in reading.refused:
+        raise _Fail(f"{probe}: no such file or directory after the attempt")
     if reading.refused is not None:
         raise _NoVerdict(f"the phone refused {probe} {when} the attempt: {clip(reading.refused)}")
     if reading.value is None:

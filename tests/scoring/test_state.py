@@ -126,3 +126,13 @@ def test_a_state_check_of_the_wrong_shape_is_refused(shape: dict[str, object]) -
 def test_has_token_treats_punctuation_as_a_boundary() -> None:
     assert has_token("(afm-r42)", "afm-r42") and has_token("a,7,b", "7")
     assert not has_token("afm-r42b", "afm-r42") and not has_token("a7", "7") and not has_token("x", "")
+
+
+def test_a_file_missing_after_the_attempt_is_a_failure_not_a_refusal() -> None:
+    missing = ProbeReading(refused="head: /sdcard/Download/AF-r1-memo.txt: No such file or directory")
+    got = state_holds(_check(probe="file_head:Download/AF-r1-memo.txt", op="contains", value="hi"), None, None, missing)
+    assert got.passed is False
+    assert got.detail == "file_head:Download/AF-r1-memo.txt: no such file or directory after the attempt"
+    # Before the attempt it is no verdict on the agent (the comparison has nothing to start from).
+    before = state_holds(_check(op="changed"), None, missing, _v("x"))
+    assert before.passed is None

@@ -316,6 +316,36 @@ def test_files_in_shared_storage_read_like_toybox(virtual_phone: SimPhone, tmp_p
     assert shell.shell2("ls -l /sdcard/Trip", v2=True).returncode == 1
 
 
+def test_text_file_made_in_the_files_app_reads_back_in_ls_stat_and_head(virtual_phone: SimPhone) -> None:
+    d = u2.connect(virtual_phone.serial)
+    shell = device(virtual_phone)
+    content = "周五下午三点开会\n带上电脑"
+    d.app_start(FILES)
+    d(text="Download").click()
+    d(resourceId=f"{FILES}:id/action_menu_create_file").click()
+    d(resourceId=f"{FILES}:id/file_name").set_text("AF-sim-memo.txt")
+    d(resourceId=f"{FILES}:id/file_content").set_text(content)
+    d(text="确定").click()
+
+    size = len(content.encode("utf-8"))
+    lines = shell.shell("ls -la /sdcard/Download").splitlines()
+    memo = next(line for line in lines if line.endswith(" AF-sim-memo.txt"))
+    assert re.fullmatch(rf"-rw-rw---- +1 u0_a\d+ +media_rw +{size} \d{{4}}-\d\d-\d\d \d\d:\d\d AF-sim-memo\.txt", memo)
+    got_size, mtime, kind = shell.shell("stat -c '%s %Y %F' /sdcard/Download/AF-sim-memo.txt").split(" ", 2)
+    assert (int(got_size), kind) == (size, "regular file") and abs(int(mtime) - time.time()) < 120
+    assert shell.shell("head -c 65536 /sdcard/Download/AF-sim-memo.txt") == content
+    assert shell.shell("head -c 24 /sdcard/Download/AF-sim-memo.txt") == "周五下午三点开会"  # 8 × 3 UTF-8 bytes
+    assert d(text="AF-sim-memo.txt").exists  # listed in Download, with its size
+    # A taken name is refused: the file keeps what it holds.
+    d(resourceId=f"{FILES}:id/action_menu_create_file").click()
+    d(resourceId=f"{FILES}:id/file_name").set_text("AF-sim-memo.txt")
+    d(resourceId=f"{FILES}:id/file_content").set_text("别的内容")
+    d(text="确定").click()
+    assert shell.shell("head -c 65536 /sdcard/Download/AF-sim-memo.txt") == content
+    d.press("back")  # closes the dialog the refusal left open
+    shell.shell("rm /sdcard/Download/AF-sim-memo.txt")
+
+
 def test_package_versions_in_pm_and_dumpsys_package(virtual_phone: SimPhone) -> None:
     shell = device(virtual_phone)
     listed = shell.shell("pm list packages --show-versioncode").splitlines()

@@ -74,6 +74,11 @@ WRONG = {
     "files-download-folder": [{"launch": {"capability": "files"}}, {"tap": "新建文件夹"},
                               {"type": {"text": "{marker}", "into": {"resource_id": "text1"}}}, {"tap": "确定"},
                               {"answer": "已新建文件夹 {marker}"}],
+    # Makes the right file in the right folder, with another time in it (the listing alone would pass it).
+    "files-download-memo": [{"launch": {"capability": "files"}}, {"tap": "Download"}, {"tap": "新建文本文件"},
+                            {"type": {"text": "{marker}.txt", "into": {"resource_id": "file_name"}}},
+                            {"type": {"text": "周五下午四点开会", "into": {"resource_id": "file_content"}}},
+                            {"tap": "确定"}, {"answer": "已新建文本文件 {marker}.txt"}],
 }
 ALREADY = ("settings-wlan-on", "settings-alarm-volume-up")
 """Run with their own (right) scripts on a phone where their goal already holds."""
@@ -108,3 +113,7 @@ def test_nothing_done_done_wrong_or_already_done_never_passes(virtual_phone: Sim
     assert "no row of contacts with display_name ∋ 'AF-st2-hotline', data1 ∋ '12315'" in details[
         "contacts-save-hotline"]
     assert "no row of files:Download with name ∋ 'AF-st2-dl'" in details["files-download-folder"]
+    memo = [c for c in records["files-download-memo"].checks if c.type == "state"]
+    assert [c.passed for c in memo] == [True, False], memo
+    assert memo[1].detail == ("file_head:Download/AF-st2-memo.txt lacks '周五下午三点开会' after the attempt: "
+                              "'周五下午四点开会'")

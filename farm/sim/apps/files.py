@@ -1,4 +1,4 @@
-"""Files (DocumentsUI): browse the phone's real storage under /sdcard and create folders in it."""
+"""Files (DocumentsUI): browse the phone's real storage under /sdcard, create folders and text files in it."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import os
 import posixpath
 import shutil
 
+from farm.sim import rootfs
 from farm.sim.apps.base import App, Bounds, Frame, ListItem, Node, button, label, split_h, title_bar
 from farm.sim.apps.forms import Dialog, Field, delete_dialog, list_screen, two_line_row
 
@@ -21,12 +22,14 @@ def _size(n: int) -> str:
 
 
 class FilesApp(App):
-    """Directory listing (folders first); 新建文件夹 makes a real directory on the phone."""
+    """Directory listing (folders first); 新建文件夹 makes a real directory on the phone, 新建文本文件 a real file
+    holding the typed content (UTF-8, exactly as typed)."""
 
     package = "com.android.documentsui"
     activity = ".files.FilesActivity"
     cwd = ROOT
-    dialog = False
+    dialog: str | None = None
+    """The open dialog: `folder` or `file`."""
     selected: str | None = None
     confirm_delete = False
 
@@ -42,7 +45,7 @@ class FilesApp(App):
 
     def back(self) -> bool:
         if self.dialog:
-            self.dialog, self.focus = False, None
+            self.cancel_dialog()
             return True
         if self.confirm_delete or self.selected is not None:
             self.confirm_delete, self.selected = False, None
@@ -57,7 +60,7 @@ class FilesApp(App):
         self.back()
 
     def cancel_dialog(self) -> None:
-        self.dialog, self.focus = False, None
+        self.dialog, self.focus = None, None
 
     def open_dir(self, name: str) -> None:
         if self.selected is not None:
@@ -95,8 +98,12 @@ class FilesApp(App):
         self.ui.toast(f"已删除“{name}”")
 
     def ask_folder(self) -> None:
-        self.dialog = True
+        self.dialog = "folder"
         self.start_form("folder")
+
+    def ask_file(self) -> None:
+        self.dialog = "file"
+        self.start_form("file_name", "file_content")
 
     def create_folder(self) -> None:
         name = self.fields.get("folder", "").strip()
@@ -112,12 +119,35 @@ class FilesApp(App):
         except (OSError, ValueError):
             self.ui.toast("无法创建文件夹")
             return
-        self.dialog, self.focus = False, None
+        self.cancel_dialog()
         self.ui.toast(f"已创建文件夹“{name}”")
 
+    def create_file(self) -> None:
+        """A new regular file in the current folder holding the typed content; never replaces an entry."""
+        name = self.fields.get("file_name", "").strip()
+        if not name or "/" in name or name in (".", ".."):
+            self.ui.toast("文件名称无效")
+            return
+        try:
+            target = self.phone.host_path(posixpath.join(self.cwd, name), follow=False)
+            with rootfs.open_write(target, exclusive=True) as handle:
+                handle.write(self.fields.get("file_content", "").encode("utf-8"))
+        except FileExistsError:
+            self.ui.toast("已存在同名文件")
+            return
+        except (OSError, ValueError):
+            self.ui.toast("无法创建文件")
+            return
+        self.cancel_dialog()
+        self.ui.toast(f"已创建文件“{name}”")
+
     def enter(self) -> None:
-        if self.dialog:
+        if self.dialog == "folder":
             self.create_folder()
+        elif self.dialog == "file" and self.focus == "file_name":
+            self.focus = "file_content"
+        elif self.dialog == "file" and self.focus == "file_content":
+            self.fields["file_content"] = self.fields.get("file_content", "") + "\n"
 
     def view(self, frame: Frame) -> list[Node]:
         title = "内部存储" if self.cwd == ROOT else posixpath.basename(self.cwd)
@@ -126,7 +156,9 @@ class FilesApp(App):
         new_row = frame.take(56)
         nodes.append(crumbs)
         if self.selected is None:
-            nodes.append(button(new_row, "新建文件夹", self.ask_folder, rid=self.rid("action_menu_create_dir")))
+            dir_b, file_b = split_h(new_row, [1, 1])
+            nodes.append(button(dir_b, "新建文件夹", self.ask_folder, rid=self.rid("action_menu_create_dir")))
+            nodes.append(button(file_b, "新建文本文件", self.ask_file, rid=self.rid("action_menu_create_file")))
         else:
             sel_b, del_b, clear_b = split_h(new_row, [2, 1, 1])
             nodes.append(label(sel_b, f"已选择“{self.selected}”", rid=self.rid("selection_title")))
@@ -135,8 +167,10 @@ class FilesApp(App):
         entries = self.entries()
         nodes = list_screen(self, frame, nodes, "files", [self._item(*e) for e in entries], "dir_list",
                             empty="没有任何文件", empty_rid="message")
-        if self.dialog:
+        if self.dialog == "folder":
             nodes.append(self._dialog(frame))
+        elif self.dialog == "file":
+            nodes.append(self._file_dialog(frame))
         if self.confirm_delete and self.selected is not None:
             nodes.append(self._delete_dialog(frame, self.selected))
         return nodes
@@ -166,6 +200,14 @@ class FilesApp(App):
         dialog.text(56, "新建文件夹", "android:id/alertTitle")
         dialog.field(Field("folder", "文件夹名称", "android:id/text1"))
         return dialog.close(self.cancel_dialog, "确定", self.create_folder)
+
+    def _file_dialog(self, frame: Frame) -> Node:
+        top = frame.dp(400)
+        dialog = Dialog(self, top, top + frame.dp(360))
+        dialog.text(56, "新建文本文件", "android:id/alertTitle")
+        dialog.field(Field("file_name", "文件名称(如 备忘.txt)", "file_name"))
+        dialog.field(Field("file_content", "文件内容", "file_content", height_dp=160))
+        return dialog.close(self.cancel_dialog, "确定", self.create_file)
 
 
 def _entry_size(entry: os.DirEntry[str]) -> int:

@@ -207,6 +207,18 @@ def _state_wheres(task: dict[str, Any], probe: str, marker: str) -> list[tuple[s
     return out
 
 
+def _file_texts(task: dict[str, Any], path: str, marker: str) -> list[str]:
+    """The texts the task's `file_head` state checks of `path` (relative to shared storage) want the file to hold."""
+    out = []
+    for check in task.get("checks") or []:
+        if not isinstance(check, dict) or check.get("type") != "state" or check.get("op") not in ("contains", "equals"):
+            continue
+        name, _, param = str(check.get("probe", "")).partition(":")
+        if name == "file_head" and posixpath.normpath(param) == posixpath.normpath(path):
+            out.append(marker if check.get("marker") else str(check.get("value") or ""))
+    return out
+
+
 def change_settings(phone: PhoneState, task: dict[str, Any]) -> None:
     """What a passed setting task's state checks look for, done as the agent would in Settings: the switch that writes
     a checked key is tapped once (goalState keeps a phone already in the goal from running the task), and a volume a
@@ -271,11 +283,15 @@ def leave_marker(phone: PhoneState, task: dict[str, Any], marker: str) -> str | 
         events = saved_events(phone)
         store_events(phone, [*events, {"id": key, "rowid": next_rowid(events), "title": marker, "when": when}])
     elif package == "com.android.documentsui":
-        # The folders the files state checks list (`files:<folder>` with a row named …), else the marker in the root.
-        folders = [f"{param}/{w['name']}" for param, w in _state_wheres(task, "files", marker)
-                   if w.get("name") and w.get("type", "dir") == "dir"] or [marker]
-        for folder in folders:
-            phone.makedirs(posixpath.normpath(f"/sdcard/{folder}"))
+        # What the files state checks list (`files:<folder>` with a row named …): a folder, or a file holding the text
+        # the task's `file_head:<path>` checks look for; else a folder named with the marker in the root.
+        rows = [(f"{param}/{w['name']}", w.get("type", "dir")) for param, w in _state_wheres(task, "files", marker)
+                if w.get("name")]
+        for path, kind in rows or [(marker, "dir")]:
+            if kind == "file":
+                phone.write_atomic(posixpath.normpath(f"/sdcard/{path}"), "\n".join(_file_texts(task, path, marker)))
+            else:
+                phone.makedirs(posixpath.normpath(f"/sdcard/{path}"))
     elif package == "dev.agentfarm.notes" or package not in ("dev.agentfarm.messenger", "dev.agentfarm.shop"):
         package = "dev.agentfarm.notes" if phone.profile.package("dev.agentfarm.notes") else package
         notes = app_class(package)(phone.ui)
