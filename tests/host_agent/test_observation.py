@@ -22,7 +22,7 @@ _JAR_ORDER = ("index", "text", "resource-id", "class", "package", "content-desc"
 
 
 def _reordered(xml: str) -> str:
-    # Same content, attributes in another order: not the jar's layout, so expat reads every node.
+    # Same content, attributes in another order: not the jar's layout, so (a few nodes) expat reads every node.
     return xml.replace('<node index="0" ', '<node ').replace("/>", ' index="0" />')
 
 
@@ -351,7 +351,9 @@ def _gen_node(draw: st.DrawFn) -> tuple[str, bool]:
         attrs.insert(0, ("NAF", '"true"'))
     sep = "\n    " if layout == "spaced" else " "
     tag = "<node " + sep.join(f"{k}={v}" for k, v in attrs) + draw(st.sampled_from(("/>", " />", "></node>")))
-    regex_reads = layout in ("jar", "jar+visible", "uiautomator2") and not loose
+    # A flag in single quotes (no serializer writes one so) is left to the other readers, as is the rest.
+    double_quoted = all(v.startswith('"') for k, v in attrs if k in _JAR_ORDER[6:] or k == "visible-to-user")
+    regex_reads = layout in ("jar", "jar+visible", "uiautomator2") and not loose and double_quoted
     return tag, regex_reads
 
 
