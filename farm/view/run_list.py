@@ -19,12 +19,12 @@ from urllib.parse import urlencode
 from pydantic import BaseModel, ConfigDict
 
 from farm.view.runs import RunSummary
+from farm.view.unit_query import MAX_TEXT
 
 Sort = Literal["date", "label", "run", "rate"]
 SORTS: tuple[str, ...] = get_args(Sort)
 STATUSES = ("running", "finished", "failed", "interrupted")
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
-MAX_TEXT = 200
 
 
 class RunQuery(BaseModel):

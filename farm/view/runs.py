@@ -25,7 +25,7 @@ from farm.report.run_setup import lane_setup
 from farm.results.store import RECORDS_FILE
 from farm.view.files import REPORT_NAME, Refused, exists, run_dir_of
 from farm.view.phones import PhoneRef, phone_ref, phones_of, run_phones
-from farm.view.unit_index import cached_index
+from farm.view.unit_index import cached_index, files_stamp
 from farm.view.units import cached_units
 
 RunState = Literal["ok", "damaged", "unreadable"]
@@ -178,18 +178,6 @@ _ROWS: dict[Path, tuple[tuple[int, ...], RunSummary]] = {}
 _ROWS_LOCK = threading.Lock()
 
 
-def _stamp(run_dir: Path) -> tuple[int, ...]:
-    """What a row is read from: records, manifest, the report's headline and report.html (size, modification)."""
-    out: list[int] = []
-    for path in (run_dir / RECORDS_FILE, mf.manifest_path(run_dir), run_dir / HEADLINE_FILE, run_dir / REPORT_NAME):
-        try:
-            st = path.stat()
-            out += [st.st_mtime_ns, st.st_size]
-        except OSError:
-            out += [0, -1]
-    return tuple(out)
-
-
 def summarise(runs_dir: Path, run: str, tasks_dir: Path | None = None) -> RunSummary:
     """The list row of one run directory; never raises for what is inside it. Read again only when one of the
     files it comes from changed, so a run list of big runs reads each once. `tasks_dir`: the viewer's task set
@@ -198,7 +186,9 @@ def summarise(runs_dir: Path, run: str, tasks_dir: Path | None = None) -> RunSum
         run_dir = run_dir_of(runs_dir, run)
     except (Refused, OSError):
         return _summarise(runs_dir, run, tasks_dir)
-    stamp = _stamp(run_dir)
+    # What a row is read from: records, manifest, the report's headline and report.html.
+    stamp = files_stamp(run_dir / RECORDS_FILE, mf.manifest_path(run_dir), run_dir / HEADLINE_FILE,
+                        run_dir / REPORT_NAME)
     with _ROWS_LOCK:
         hit = _ROWS.get(run_dir)
     if hit is not None and hit[0] == stamp:

@@ -225,9 +225,10 @@ _CACHE: OrderedDict[tuple[Path, Path | None], tuple[tuple[int, ...], UnitIndex]]
 _CACHE_LOCK = threading.Lock()
 
 
-def _stamp(run_dir: Path) -> tuple[int, ...]:
+def files_stamp(*paths: Path) -> tuple[int, ...]:
+    """What a cached reading of `paths` depends on: each file's modification time and size ((0, -1) when absent)."""
     out: list[int] = []
-    for path in (run_dir / RECORDS_FILE, mf.manifest_path(run_dir)):
+    for path in paths:
         try:
             st = path.stat()
             out += [st.st_mtime_ns, st.st_size]
@@ -238,7 +239,7 @@ def _stamp(run_dir: Path) -> tuple[int, ...]:
 
 def cached_index(runs_dir: Path, run_dir: Path, tasks_dir: Path | None = None) -> UnitIndex:
     """`build_index`, built again only when records.jsonl or the manifest changed (size or modification time)."""
-    stamp, key = _stamp(run_dir), (run_dir, tasks_dir)
+    stamp, key = files_stamp(run_dir / RECORDS_FILE, mf.manifest_path(run_dir)), (run_dir, tasks_dir)
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
         if hit is not None and hit[0] == stamp:
