@@ -4,6 +4,8 @@ PY     := $(VENV)/bin/python
 FARM   := $(VENV)/bin/farm
 STAMP  := $(VENV)/.installed-stamp
 DEMO_PORT ?= 5137
+# bench reads PIPESTATUS to stop at a failing script while still teeing its output
+SHELL  := /bin/bash
 
 .PHONY: setup sysdeps demo test fuzz lint bench clean
 
@@ -45,8 +47,11 @@ lint: setup
 	$(VENV)/bin/ruff check farm host_agent web_bench tests bench
 	$(VENV)/bin/mypy farm host_agent web_bench
 
+# Every bench script prints its detail, then one `GOAL |` line per target; the table at the end lists them all.
 bench: setup
-	@for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+	@rm -f .bench.out; for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f 2>&1 | tee -a .bench.out; \
+		test $${PIPESTATUS[0]} -eq 0 || exit 1; done; \
+		echo; echo "== every goal, side by side"; $(PY) bench/goals.py .bench.out; rm -f .bench.out
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
