@@ -66,6 +66,14 @@ def stream(name: str) -> Stream:
     return _BY_NAME[name]
 
 
+def stream_by_number(number: int) -> Stream:
+    """The stream `AudioManager` numbers `number` (3 → `STREAM_MUSIC`); LookupError for an unknown number."""
+    for s in STREAMS:
+        if s.number == number:
+            return s
+    raise LookupError(f"no stream {number}")
+
+
 def _key(s: Stream, device: tuple[int, str]) -> str:
     # AudioService.VolumeStreamState.getSettingNameForDevice: the default device has no suffix.
     return s.setting if device == _DEFAULT_DEVICE else f"{s.setting}_{device[1]}"
@@ -121,6 +129,15 @@ def adjust(phone: PhoneState, name: str, direction: int) -> int:
     if direction > 0:
         phone.muted_streams.discard(s.name)
     value = max(s.minimum, min(s.maximum, _stored(phone, s, s.device) + direction))
+    phone.settings.setdefault("system", {})[_key(s, s.device)] = str(value)
+    return value
+
+
+def set_index(phone: PhoneState, name: str, value: int) -> int:
+    """Set `name` (through its alias) to `value`, clamped to the stream's range, as `cmd media_session volume
+    --set` does; the new index."""
+    s = stream(stream(name).alias)
+    value = max(s.minimum, min(s.maximum, value))
     phone.settings.setdefault("system", {})[_key(s, s.device)] = str(value)
     return value
 

@@ -6,7 +6,12 @@ import datetime as dt
 import os
 import zoneinfo
 
-from farm.sim import alarms, audio, rootfs
+from farm.sim import (
+    alarms,
+    audio,
+    radios,  # noqa: F401 - registers svc, cmd connectivity and cmd media_session
+    rootfs,
+)
 from farm.sim.phone import PhoneState
 from farm.sim.shell_core import Shell, async_command, command
 from farm.sim.shell_pm import Intent, dumpsys_package, parse_intent, query, short_component
@@ -423,7 +428,7 @@ def _ime(sh: Shell, args: list[str]) -> int:
     return 0
 
 
-@command("svc", "locksettings", "reboot", "logcat", "pidof_ignore")
+@command("locksettings", "reboot", "logcat", "pidof_ignore")
 def _quiet(sh: Shell, args: list[str]) -> int:
     return 0
 

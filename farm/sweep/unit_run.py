@@ -26,8 +26,8 @@ from farm.fsutil import atomic_write_text
 from farm.results.normalise import Context
 from farm.results.record import Execution, Record
 from farm.results.store import try_dir, unit_slug
-from farm.scoring.evidence import ProbeReading
 from farm.sweep.journal import Lease
+from farm.sweep.start_state import read_start_state
 
 if TYPE_CHECKING:
     from adbutils import AdbDevice
@@ -78,7 +78,9 @@ def run_units(
     from adbutils import AdbError
 
     first = leases[0]
-    before, invalid = read_start_state(slot, [slot.resolved[lease.task_id] for lease in leases], opts)
+    start = read_start_state(lambda _task: lambda argv: shell(slot.device, argv, timeout=opts.stall_s),
+                             [slot.resolved[lease.task_id].task for lease in leases])
+    invalid = start.invalid
     started = [lease for lease in leases if lease.task_id not in invalid]
     if not started:
         return BatchResult([_invalid_start(lease, slot.resolved[lease.task_id], invalid[lease.task_id], opts,
@@ -97,7 +99,7 @@ def run_units(
         device=slot.device, serial=slot.serial, label=slot.label, run_id=device_run, tasks=tasks, options=opts,
         raw_dir=raw, device_eval_dir=opts.profile.eval_dir(device_run),
         device_bundle_path=bundle_device_path(opts.profile.resolved_files_dir(), device_run), stop=stop,
-        state_before=before,
+        state_before=start.before,
     )
     ids = [rt.id for rt in tasks]
     try:
@@ -114,26 +116,16 @@ def run_units(
                                                           opts, run_id=run_id, slot=slot, execution=execution,
                                                           executor=executor.name)
              for lease in leases_run]
+    every = [_with_setup(r, start.setups.get(r.record.task_id)) for r in every]
     return BatchResult(every, list(outcome.pull_refused), rejected, raw, outcome.stop_dispatch)
 
 
-def read_start_state(slot: PhoneSlot, tasks: list[ResolvedTask], opts: RunOptions
-                     ) -> tuple[dict[str, dict[str, ProbeReading]], dict[str, str]]:
-    """Each task's state probes as the phone holds them now, just before its agent starts (task id → readings),
-    and the tasks whose goalState already holds (task id → why: `host_agent.state_probes.goal_already_met`)."""
-    from host_agent.state_probes import goal_already_met, keys_before, read_state
-
-    before: dict[str, dict[str, ProbeReading]] = {}
-    invalid: dict[str, str] = {}
-    for rt in tasks:
-        keys = keys_before(rt.task)
-        if not keys:
-            continue
-        before[rt.id] = read_state(lambda argv: shell(slot.device, argv, timeout=opts.stall_s), keys)
-        why = goal_already_met(rt.task, before[rt.id])
-        if why is not None:
-            invalid[rt.id] = why
-    return before, invalid
+def _with_setup(result: UnitResult, setup: str | None) -> UnitResult:
+    """The unit's record with what its task's setup actions did before the agent started (`extra.setup`)."""
+    if setup is None:
+        return result
+    record = result.record.model_copy(update={"extra": {**result.record.extra, "setup": setup}})
+    return UnitResult(record, result.infra)
 
 
 def _invalid_start(lease: Lease, rt: ResolvedTask, why: str, opts: RunOptions, *, run_id: str, slot: PhoneSlot,

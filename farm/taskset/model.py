@@ -238,6 +238,10 @@ class Task(_Model):
     """The goal as state (ops equals, contains, matches, row), read before the agent starts: when every one
     already holds, the attempt is not run and is recorded as an invalid start (never a pass, never the agent's
     failure)."""
+    setup: list[str] = Field(default_factory=list)
+    """Whitelisted setup actions (`probes/setup/<name>.yaml`, `name` or `name:param`) that reach a start state:
+    run in order only when every goalState check already holds, then goalState is read again; the agent runs
+    only once it no longer holds (otherwise the attempt is an invalid start, as without setup)."""
     answers: dict[str, str] = Field(default_factory=dict)
     """Automatic replies to `ask_user`, keyed by a word that appears in the question."""
     accept_takeover_on: list[TakeoverKind] | None = None

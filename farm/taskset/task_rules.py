@@ -18,6 +18,7 @@ from farm.taskset.layout import DIRECTORY_KIND, MINIMUMS, group_of
 from farm.taskset.loader import SPECIAL_SETS, LoadedTask
 from farm.taskset.model import BEFORE_OPS, AnswerRegex, AskedUser, Check, ProbeHas, ScreenHas, StateCheck, Task
 from farm.taskset.probes import ProbeSpec, split_key
+from farm.taskset.setup_actions import SetupSpec, load_setup_catalogue, setup_command
 from farm.taskset.violations import ViolationLog
 
 # A task is what a person says and what a reviewer reads; a local path in any of its texts only
@@ -140,6 +141,7 @@ class TaskRules(ViolationLog):
         super().__init__()
         self.caps = caps
         self.catalogue = catalogue
+        self.setups: dict[str, SetupSpec] | None = None
 
     def task(self, lt: LoadedTask) -> None:
         t, p = lt.task, lt.path
@@ -221,6 +223,7 @@ class TaskRules(ViolationLog):
                 self.probe_key(p, f"checks[{i}].probe", check.probe)
         for i, state in enumerate(t.goal_state):
             self.probe_key(p, f"goalState[{i}].probe", state.probe)
+        self.setup_keys(lt)
         for i, key in enumerate(t.probes_after):
             self.probe_key(p, f"probesAfter[{i}]", key)
         for i, req in enumerate(t.requires):
@@ -242,6 +245,21 @@ class TaskRules(ViolationLog):
             self.add(path, fld, "probe", str(exc), f"write it as {name}" + (":<param>" if spec.parameterised else ""))
             return False
         return True
+
+    def setup_keys(self, lt: LoadedTask) -> None:
+        t, p = lt.task, lt.path
+        if t.setup and not t.goal_state:
+            self.add(p, "setup", "setup-goal-state", "setup without goalState",
+                     "add goalState (setup runs only when the goal already holds before the agent starts) or drop "
+                     "setup")
+        if self.setups is None:
+            self.setups = load_setup_catalogue()
+        for i, key in enumerate(t.setup):
+            try:
+                setup_command(key, self.setups)
+            except ValueError as exc:
+                self.add(p, f"setup[{i}]", "setup-action", str(exc),
+                         "use a probes/setup/<name>.yaml action as name or name:param (see probes/README.md)")
 
     def accounts(self, lt: LoadedTask) -> None:
         t, p = lt.task, lt.path

@@ -390,3 +390,41 @@ def test_settings_put_takes_a_zero_value_and_skips_only_the_user_option(virtual_
     assert dev.shell("settings get global wifi_on").strip() == "0"
     dev.shell("settings --user 0 put system screen_off_timeout 0")
     assert dev.shell("settings --user current get system screen_off_timeout").strip() == "0"
+
+
+def test_setup_commands_switch_what_the_settings_app_shows(virtual_phone: SimPhone) -> None:
+    d = u2.connect(virtual_phone.serial)
+    shell = device(virtual_phone)
+    shell.shell("svc bluetooth enable")
+    assert shell.shell("settings get global bluetooth_on") == "1"
+    assert shell.shell("svc bluetooth disable") == ""
+    assert shell.shell("settings get global bluetooth_on") == "0"
+    d.app_start(SETTINGS)
+    d(text="已连接的设备").click()
+    assert d(text="蓝牙").info["checked"] is False
+    # Airplane mode through the shell moves the radios the way the Settings switch does, and back.
+    shell.shell("svc bluetooth enable")
+    assert shell.shell("cmd connectivity airplane-mode") == "disabled"
+    shell.shell("cmd connectivity airplane-mode enable")
+    assert [shell.shell(f"settings get global {k}") for k in ("airplane_mode_on", "wifi_on", "bluetooth_on")] == \
+        ["1", "3", "2"]
+    shell.shell("svc wifi enable")  # on although airplane mode is on
+    assert shell.shell("settings get global wifi_on") == "2"
+    shell.shell("cmd connectivity airplane-mode disable")
+    assert [shell.shell(f"settings get global {k}") for k in ("airplane_mode_on", "wifi_on", "bluetooth_on")] == \
+        ["0", "1", "1"]
+    bad = shell.shell2("cmd connectivity airplane-mode maybe", v2=True)
+    assert bad.returncode == 255 and "Unsupported argument: maybe" in bad.stderr
+
+
+def test_media_session_volume_sets_a_stream_clamped_to_its_range(virtual_phone: SimPhone) -> None:
+    shell = device(virtual_phone)
+    shell.shell("cmd media_session volume --stream 3 --set 9")
+    assert _music(shell.shell("dumpsys audio"))["Current"].startswith("2 (speaker): 9,")
+    assert shell.shell("settings get system volume_music_speaker") == "9"
+    shell.shell("cmd media_session volume --stream 3 --set 99")
+    assert _music(shell.shell("dumpsys audio"))["Current"].startswith("2 (speaker): 15,")
+    for bad in ("--stream 42 --set 3", "--stream 3", "--stream x --set 3"):
+        out = shell.shell2(f"cmd media_session volume {bad}", v2=True)
+        assert out.returncode == 255 and out.stderr.startswith("Error:"), bad
+    assert shell.shell("settings get system volume_music_speaker") == "15"

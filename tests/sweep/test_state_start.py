@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import adbutils
+import pytest
 
 from farm.results.store import ReadProblems, read_records
 from farm.sim.launcher import SimPhone
@@ -55,3 +56,40 @@ def test_the_same_task_runs_when_the_phone_starts_away_from_the_goal(virtual_pho
     assert rec.failure_category != "invalid_start"
     # The scripted policy has no script for it: the task is left unrun, but it did start from a valid state.
     assert not rec.passed
+
+
+REPO_TASKS = Path(__file__).resolve().parents[2] / "tasks"
+
+
+def test_a_task_with_setup_on_a_phone_already_in_the_goal_reaches_its_start_and_is_judged(
+    virtual_phone: SimPhone, tmp_path: Path
+) -> None:
+    shell = _device(virtual_phone)
+    shell.shell("svc bluetooth enable")
+    task = json.loads((REPO_TASKS / "write" / "settings-bluetooth-on.json").read_text(encoding="utf-8"))
+    assert task["setup"] == ["bluetooth_off"]
+    tasks = _tasks(tmp_path / "tasks", task)
+    result = sweep(sweep_request(tmp_path, tasks, run_id="bt1"))
+    (rec,) = read_records(result.run_dir / "records.jsonl", ReadProblems())
+    # The setup switched Bluetooth off, the agent switched it on again: the change is the agent's, so it passes.
+    assert (rec.outcome, rec.passed, rec.failure_category) == ("succeeded", True, None)
+    assert rec.extra["setup"] == ("setup reached a start state (svc bluetooth disable); before it the goal already "
+                                  "held before the agent started (setting_global:bluetooth_on is '1')")
+    assert shell.shell("settings get global bluetooth_on") == "1"
+
+
+def test_a_setup_that_leaves_the_goal_holding_is_still_an_invalid_start(
+    virtual_phone: SimPhone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("farm.sweep.start_state.SETTLE_S", 0.5)
+    _device(virtual_phone).shell("svc bluetooth enable")
+    task = json.loads((REPO_TASKS / "write" / "settings-bluetooth-on.json").read_text(encoding="utf-8"))
+    task["setup"] = ["night_mode_off"]  # a whitelisted action that does not touch Bluetooth
+    tasks = _tasks(tmp_path / "tasks", task)
+    result = sweep(sweep_request(tmp_path, tasks, run_id="bt2"))
+    (rec,) = read_records(result.run_dir / "records.jsonl", ReadProblems())
+    assert (rec.outcome, rec.passed, rec.failure_category) == ("skipped", False, "invalid_start")
+    assert rec.reasons == ["invalid start: the goal already held before the agent started "
+                           "(setting_global:bluetooth_on is '1'); setup (cmd uimode night no → Night mode: no) did "
+                           "not reach a start state"]
+    assert "setup" not in rec.extra

@@ -685,3 +685,31 @@ def test_third_party_package_is_not_builtin(taskset: TaskSetBuilder) -> None:
     path = taskset.edit("content-5", apps=["com.xlythe.calculator.material"], requires=[])
     assert_only(taskset, "installed", f"{path}: requires: third-party app com.xlythe.calculator.material is not in "
                 "requires — add \"installed:com.xlythe.calculator.material\"")
+
+
+def _bluetooth_task(taskset: TaskSetBuilder, **fields: object) -> Path:
+    state = {"type": "state", "probe": "setting_global:bluetooth_on", "op": "changed", "value": "1"}
+    goal = [{"probe": "setting_global:bluetooth_on", "op": "equals", "value": "1"}]
+    return taskset.edit("write-5", goal="帮我把蓝牙打开", marker=None, checks=[state], goalState=goal, **fields)
+
+
+def test_setup_actions_come_from_the_setup_catalogue(taskset: TaskSetBuilder) -> None:
+    _bluetooth_task(taskset, setup=["bluetooth_off", "volume:4:3"])
+    assert check_tasks(taskset.root).violations == []
+    path = _bluetooth_task(taskset, setup=["bluetooth_off", "wifi_off"])
+    assert_only(taskset, "setup-action", f"{path}: setup[1]: unknown setup action 'wifi_off' (known: airplane_off, "
+                "bluetooth_off, night_mode_off, volume) — use a probes/setup/<name>.yaml action as name or "
+                "name:param (see probes/README.md)")
+
+
+def test_a_setup_parameter_that_would_inject_or_overflow_is_refused(taskset: TaskSetBuilder) -> None:
+    for bad in ("volume:4:3; rm -rf /sdcard", "volume:4:100", "volume:44:3", "volume", "bluetooth_off:1"):
+        path = _bluetooth_task(taskset, setup=[bad])
+        (violation,) = check_tasks(taskset.root).violations
+        assert (violation.path, violation.field, violation.code) == (str(path), "setup[0]", "setup-action"), bad
+
+
+def test_setup_needs_a_goal_state_to_run_after(taskset: TaskSetBuilder) -> None:
+    path = taskset.edit("write-5", setup=["bluetooth_off"])
+    assert_only(taskset, "setup-goal-state", f"{path}: setup: setup without goalState — add goalState (setup runs "
+                "only when the goal already holds before the agent starts) or drop setup")

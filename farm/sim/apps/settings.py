@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from farm.sim import audio
+from farm.sim import audio, radios
 from farm.sim.apps.base import App, Bounds, Frame, ListItem, Node, image_button, scroll_list, split_h, switch, title_bar
 from farm.sim.apps.forms import two_line_row
 
@@ -16,10 +16,6 @@ _TOGGLES: dict[str, tuple[str, str, tuple[str, ...], str, str, str]] = {
     # Settings.Secure.UI_NIGHT_MODE: UiModeManager.MODE_NIGHT_YES 2 / MODE_NIGHT_NO 1 (`cmd uimode night`).
     "深色主题": ("secure", "ui_night_mode", ("2",), "2", "1", "1"),
 }
-# What turning airplane mode on (then off) does to the radios' persisted states, as WifiSettingsStore and
-# BluetoothManagerService write them: a radio that was on is switched off and remembered, then restored.
-_AIRPLANE_ON = {"wifi_on": {"1": "3"}, "bluetooth_on": {"1": "2"}}
-_AIRPLANE_OFF = {"wifi_on": {"3": "1", "2": "1"}, "bluetooth_on": {"2": "1"}}
 # The volume rows of 声音和振动 and the stream each one sets (AOSP's 铃声和通知音量 is STREAM_RING).
 VOLUMES = (("媒体音量", audio.MUSIC), ("铃声和通知音量", "STREAM_RING"), ("闹钟音量", "STREAM_ALARM"))
 
@@ -58,18 +54,14 @@ class SettingsApp(App):
 
     def flip(self, name: str) -> None:
         table, key, _on_values, on, off, _default = _TOGGLES[name]
-        settings = self.phone.settings.setdefault(table, {})
-        airplane = self.phone.settings.setdefault("global", {}).get("airplane_mode_on") == "1"
         turning_on = not self.toggle_on(name)
-        if name == "WLAN" and turning_on and airplane:
-            settings[key] = "2"  # WIFI_ENABLED_APM_OVERRIDE: on although airplane mode is on
-        else:
-            settings[key] = on if turning_on else off
+        # Airplane mode and Wi-Fi move other values too; the shell's `svc`/`cmd connectivity` share those rules.
         if name == "飞行模式":
-            radios = self.phone.settings["global"]
-            for radio, change in (_AIRPLANE_ON if turning_on else _AIRPLANE_OFF).items():
-                current = radios.get(radio, "0")
-                radios[radio] = change.get(current, current)
+            radios.set_airplane(self.phone, turning_on)
+        elif name == "WLAN":
+            radios.set_wifi(self.phone, turning_on)
+        else:
+            self.phone.settings.setdefault(table, {})[key] = on if turning_on else off
 
     # view -------------------------------------------------------------------------------------------
     def _entry(self, title: str, summary: str, target: str | None) -> ListItem:
