@@ -11,7 +11,9 @@ A script is YAML, `fixtures/scripts/<task id>.yaml`:
 
 Selectors (`at`, `into`): text, resource_id, desc, contains, after (the node following the one
 whose text is given). Values may use `{marker}` (the task's resolved marker), `{read:<id>}` (text
-of the node with that resource id) and `{after:<text>}` (text of the node following that text).
+of the node with that resource id), `{after:<text>}` (text of the node following that text) and
+`{time+<minutes>:<id>}` (the `HH:MM` the node with that resource id shows, that many minutes later — the
+phone's own clock, e.g. the status bar's `clock`).
 A step `raw: {tool, arguments}` sends a call verbatim (to exercise malformed calls). A selector
 that finds nothing ends the script with give_up: scripts fail loudly, never tap at random.
 """
@@ -36,7 +38,7 @@ from host_agent.policy import PhoneBrief, PolicyUnavailable, TaskContext
 from host_agent.session import screen_now
 
 DEFAULT_SCRIPTS = Path(__file__).resolve().parent.parent / "fixtures" / "scripts"
-_VALUE = re.compile(r"\{(marker|read:[^{}]+|after:[^{}]+)\}")
+_VALUE = re.compile(r"\{(marker|read:[^{}]+|after:[^{}]+|time\+[0-9]{1,4}:[^{}]+)\}")
 _SELECTOR_KEYS = ("text", "resource_id", "desc", "contains", "after")
 
 
@@ -90,8 +92,15 @@ def _fill(text: str, obs: Observation, ctx: TaskContext) -> str:
         if key == "marker":
             return ctx.task.marker or ""
         kind, _, arg = key.partition(":")
-        node = _select(obs, {"resource_id": arg} if kind == "read" else {"after": arg})
-        return node.text or node.desc
+        node = _select(obs, {"resource_id": arg} if kind == "read" or kind.startswith("time+") else {"after": arg})
+        shown = node.text or node.desc
+        if not kind.startswith("time+"):
+            return shown
+        clock = re.fullmatch(r"([01]?[0-9]|2[0-3]):([0-5][0-9])", shown.strip())
+        if clock is None:
+            raise ScriptError(f"{arg} shows {shown!r}, not a time HH:MM")
+        minutes = (int(clock.group(1)) * 60 + int(clock.group(2)) + int(kind[5:])) % (24 * 60)
+        return f"{minutes // 60:02d}:{minutes % 60:02d}"
 
     return _VALUE.sub(value, text)
 

@@ -161,6 +161,11 @@ class PhoneState:
             (self.root / "data" / "data" / pkg.name).mkdir(exist_ok=True)
             if pkg.third_party:
                 (storage / "Android" / "data" / pkg.name / "files").mkdir(parents=True, exist_ok=True)
+        from farm.sim.apps.notes_store import PACKAGE as NOTES
+        from farm.sim.apps.notes_store import seed_samples
+
+        if self.profile.package(NOTES) is not None:
+            seed_samples(self)
 
 
 def build_props(profile: PhoneProfile) -> dict[str, str]:

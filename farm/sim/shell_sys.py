@@ -9,6 +9,7 @@ import zoneinfo
 from farm.sim import (
     alarms,
     audio,
+    notifications,
     radios,  # noqa: F401 - registers svc, cmd connectivity and cmd media_session
     rootfs,
 )
@@ -202,7 +203,9 @@ def _dumpsys(sh: Shell, args: list[str]) -> int:
         sh.out("".join(f"Package [{p.name}]\n" for p in sh.phone.profile.packages))
     elif service == "SurfaceFlinger":
         sh.out("Display 4619827259835644672 (HWC display 0): port=0 pnpId=GGL displayName=\"Built-In Display\"\n")
-    elif service in ("input_method", "statusbar", "notification", "wifi", "connectivity", "meminfo", "cpuinfo"):
+    elif service == "notification":
+        sh.out(notifications.dump(sh.phone, redact="--noredact" not in rest))
+    elif service in ("input_method", "statusbar", "wifi", "connectivity", "meminfo", "cpuinfo"):
         sh.out(f"DUMP OF SERVICE {service}:\n")
     else:
         sh.out(f"Can't find service: {service}\n")

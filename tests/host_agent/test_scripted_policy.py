@@ -69,3 +69,24 @@ def test_a_task_without_a_script_cannot_begin() -> None:
     policy = ScriptedPolicy({})
     with pytest.raises(PolicyUnavailable, match="no script for task t-read"):
         policy.begin(PhoneBrief(ctx=TaskContext(task=make_task()), screen=_screen("a")), LoopHooks())
+
+
+def _clock_screen(shown: str) -> Observation:
+    return observe_xml(hierarchy(node(shown, rid="com.android.systemui:id/clock"),
+                                 node("", cls="android.widget.EditText", rid="com.example:id/time", clickable=True)))
+
+
+@pytest.mark.parametrize(("shown", "typed"), [("09:15", "10:15"), ("23:30", "00:30"), ("7:05", "08:05")])
+def test_a_time_value_is_the_phones_clock_that_many_minutes_later(shown: str, typed: str) -> None:
+    policy = _begun({"type": {"text": "{time+60:clock}", "into": {"resource_id": "time"}}},
+                    screen=_clock_screen(shown))
+    (call,) = policy.step(1, []).calls
+    assert json.loads(call.arguments_json)["text"] == typed
+
+
+@pytest.mark.parametrize("shown", ["24:10", "9:7", "下午 3:00", "--:--"])
+def test_a_clock_that_shows_no_time_ends_the_script_loudly(shown: str) -> None:
+    policy = _begun({"type": {"text": "{time+60:clock}", "into": {"resource_id": "time"}}},
+                    screen=_clock_screen(shown))
+    (call,) = policy.step(1, []).calls
+    assert call.name == "give_up" and "not a time HH:MM" in json.loads(call.arguments_json)["reason"]

@@ -428,3 +428,35 @@ def test_media_session_volume_sets_a_stream_clamped_to_its_range(virtual_phone: 
         out = shell.shell2(f"cmd media_session volume {bad}", v2=True)
         assert out.returncode == 255 and out.stderr.startswith("Error:"), bad
     assert shell.shell("settings get system volume_music_speaker") == "15"
+
+
+def _add_alarm(d: u2.Device, at: datetime, label: str) -> None:
+    d.app_start(CLOCK)
+    d(description="添加闹钟").click()
+    d(resourceId=f"{CLOCK}:id/time").set_text(at.strftime("%H:%M"))
+    d(resourceId=f"{CLOCK}:id/edit_label").set_text(label)
+    d(resourceId=f"{CLOCK}:id/save").click()
+
+
+def test_an_alarm_within_two_hours_posts_the_upcoming_notification_with_its_label(virtual_phone: SimPhone) -> None:
+    from farm.android.state_parsers import parse_dumpsys_notification
+
+    d = u2.connect(virtual_phone.serial)
+    shell = device(virtual_phone)
+    assert parse_dumpsys_notification(shell.shell("dumpsys notification --noredact")) == []
+    soon = (datetime.now(UTC) + timedelta(minutes=90)).replace(second=0, microsecond=0)
+    later = soon + timedelta(hours=2)
+    _add_alarm(d, soon, "AF-r1-nap")
+    _add_alarm(d, later, "AF-r1-late")  # rings in 3½ hours: nothing posted yet, as on a phone
+    weekday = "一二三四五六日"[soon.weekday()]
+    rows = parse_dumpsys_notification(shell.shell("dumpsys notification --noredact"))
+    assert rows == [{"package": CLOCK, "title": "即将响起的闹钟", "text": f"周{weekday} {soon:%H:%M} - AF-r1-nap"}]
+    # Without --noredact the phone prints only lengths: the parser says it cannot know the values.
+    with pytest.raises(ValueError, match="redacted"):
+        parse_dumpsys_notification(shell.shell("dumpsys notification"))
+    (key,) = shell.shell("cmd notification list").splitlines()
+    assert key.startswith(f"0|{CLOCK}|") and key in shell.shell("dumpsys notification")
+    # Switched off, the alarm's notification goes with it.
+    labels = [row.get_text() for row in d(resourceId=f"{CLOCK}:id/label")]
+    d(resourceId=f"{CLOCK}:id/onoff")[labels.index("AF-r1-nap")].click()
+    assert parse_dumpsys_notification(shell.shell("dumpsys notification --noredact")) == []

@@ -93,3 +93,24 @@ def test_a_setup_that_leaves_the_goal_holding_is_still_an_invalid_start(
                            "(setting_global:bluetooth_on is '1'); setup (cmd uimode night no → Night mode: no) did "
                            "not reach a start state"]
     assert "setup" not in rec.extra
+
+
+def _shipped(task_id: str, directory: str = "write") -> dict[str, object]:
+    task: dict[str, object] = json.loads((REPO_TASKS / directory / f"{task_id}.json").read_text(encoding="utf-8"))
+    return task
+
+
+def test_an_alarm_task_passes_on_its_label_in_the_clocks_upcoming_notification(
+    virtual_phone: SimPhone, tmp_path: Path
+) -> None:
+    tasks = _tasks(tmp_path / "tasks", _shipped("clock-alarm-in-an-hour"))
+    result = sweep(sweep_request(tmp_path, tasks, run_id="nap1"))
+    (rec,) = read_records(result.run_dir / "records.jsonl", ReadProblems())
+    assert (rec.outcome, rec.passed) == ("succeeded", True), rec.reasons
+    # A second run adds another alarm, but its own marker's notification is what passes it: the first run's
+    # notification (still posted) would not.
+    result = sweep(sweep_request(tmp_path, tasks, run_id="nap2"))
+    (rec,) = read_records(result.run_dir / "records.jsonl", ReadProblems())
+    assert rec.passed
+    shown = _device(virtual_phone).shell("dumpsys notification --noredact")
+    assert "AF-nap1-nap" in shown and "AF-nap2-nap" in shown

@@ -80,8 +80,8 @@ WRONG = {
                             {"type": {"text": "周五下午四点开会", "into": {"resource_id": "file_content"}}},
                             {"tap": "确定"}, {"answer": "已新建文本文件 {marker}.txt"}],
 }
-ALREADY = ("settings-wlan-on", "settings-alarm-volume-up")
-"""Run with their own (right) scripts on a phone where their goal already holds."""
+ALREADY = ("settings-wlan-on",)
+"""Run with their own (right) scripts on a phone where their goal already holds, and no setup to leave it."""
 
 
 def test_nothing_done_done_wrong_or_already_done_never_passes(virtual_phone: SimPhone, tmp_path: Path) -> None:
@@ -91,8 +91,7 @@ def test_nothing_done_done_wrong_or_already_done_never_passes(virtual_phone: Sim
         (scripts / f"{tid}.yaml").write_text(yaml.safe_dump({"steps": steps}, allow_unicode=True), encoding="utf-8")
     for tid in ALREADY:
         (scripts / f"{tid}.yaml").write_text((SCRIPTS / f"{tid}.yaml").read_text(encoding="utf-8"), encoding="utf-8")
-    # A fresh phone has Wi-Fi on; the alarm volume goes to its maximum (7) first.
-    _device(virtual_phone).shell("settings put system volume_alarm_speaker 7")
+    # A fresh phone has Wi-Fi on.
     tasks = scripted_tasks(tmp_path / "tasks", tuple(f"write/{tid}" for tid in (*WRONG, *ALREADY)))
     result = sweep(sweep_request(tmp_path, tasks, run_id="st2",
                                  host=HostSettings(policy="scripted", scripts_dir=scripts)))
@@ -117,3 +116,16 @@ def test_nothing_done_done_wrong_or_already_done_never_passes(virtual_phone: Sim
     assert [c.passed for c in memo] == [True, False], memo
     assert memo[1].detail == ("file_head:Download/AF-st2-memo.txt lacks '周五下午三点开会' after the attempt: "
                               "'周五下午四点开会'")
+
+
+def test_a_volume_already_at_its_maximum_is_set_back_by_setup_and_the_raise_is_the_agents(
+    virtual_phone: SimPhone, tmp_path: Path
+) -> None:
+    _device(virtual_phone).shell("settings put system volume_alarm_speaker 7")
+    tasks = scripted_tasks(tmp_path / "tasks", ("write/settings-alarm-volume-up",))
+    result = sweep(sweep_request(tmp_path, tasks, run_id="st3"))
+    (rec,) = read_records(result.run_dir / "records.jsonl")
+    assert rec.passed, rec.reasons
+    assert str(rec.extra["setup"]).startswith("setup reached a start state (cmd media_session volume --stream 4 "
+                                              "--set 3)")
+    assert _state_details(rec) == ["volumes: '3' before, '4' after: increased"]

@@ -199,3 +199,36 @@ def test_a_volume_already_at_its_end_is_an_invalid_start_whatever_the_phones_ran
     assert _holds(guard, mid) is False
     (check,) = _state_checks(_by_id(task_id))
     assert guard.value is not None and f'"stream":"{check.where["stream"]}"' in guard.value
+
+
+def _notification(text: str, package: str = "com.android.deskclock") -> dict[str, str]:
+    return {"package": package, "title": "即将响起的闹钟", "text": text}
+
+
+@pytest.mark.parametrize(("rows", "passes"), [
+    ([_notification("周二 08:30 - AF-r1-nap")], True),
+    ([_notification("周二 08:30 - AF-r0-nap")], False),  # another run's alarm
+    ([_notification("周二 08:30 - AF-r1-nap2")], False),  # the marker only as part of a bigger token
+    ([_notification("周二 08:30 - AF-r1-nap", package="dev.agentfarm.notes")], False),  # another app says it
+    ([_notification("周二 08:30")], False),  # an alarm without its label
+    ([], False),  # no alarm within two hours (set for the wrong time, or not at all)
+])
+def test_the_labelled_alarm_is_found_only_by_this_runs_marker_in_the_clocks_notification(
+    rows: list[dict[str, str]], passes: bool
+) -> None:
+    (check, _alarms) = _state_checks(_by_id("clock-alarm-in-an-hour"))
+    resolved = check.model_copy(update={"where": {**check.where, "package": "com.android.deskclock"}})
+    verdict = state_holds(resolved, "AF-r1-nap", None, ProbeReading(value=rows_value(rows)))
+    assert verdict.passed is passes, verdict.detail
+    # The detail quotes what it compared.
+    assert "AF-r1-nap" in verdict.detail
+
+
+def test_a_phone_that_redacts_notifications_gives_no_verdict_on_the_alarm() -> None:
+    (check, _alarms) = _state_checks(_by_id("clock-alarm-in-an-hour"))
+    spec = _catalogue()["notifications"]
+    redacted = (REPO / "tests" / "data" / "state" / "dumpsys_notification_redacted.txt").read_text(encoding="utf-8")
+    with pytest.raises(ValueError, match="redacted"):
+        spec.parse(redacted)
+    verdict = state_holds(check, "AF-r1-nap", None, ProbeReading(error="redacted"))
+    assert verdict.passed is None

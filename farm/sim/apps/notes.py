@@ -1,17 +1,14 @@
-"""Notes (`dev.agentfarm.notes`): a list showing each note's title and full text, an editor, delete."""
+"""Notes (`dev.agentfarm.notes`): a list showing each note's title and full text, an editor, delete.
+
+Notes are text files in shared storage (`notes_store`): the app and the shell read the same files."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from farm.sim.apps.base import App, Frame, ListItem, Node, button, by_id, new_id, split_h, title_bar, without
+from farm.sim.apps.base import App, Frame, ListItem, Node, button, by_id, split_h, title_bar
 from farm.sim.apps.forms import Fab, list_screen, two_line_row
-
-DEFAULT_NOTES: list[dict[str, Any]] = [
-    {"id": "n-default-2", "title": "会议纪要", "text": "周三讨论季度预算,下周一前提交方案", "updated": 0},
-    {"id": "n-default-1", "title": "读书清单", "text": "《百年孤独》《活着》《三体》", "updated": 0},
-]
+from farm.sim.apps.notes_store import saved_notes, store_note, trash_note
 
 
 class NotesApp(App):
@@ -24,8 +21,8 @@ class NotesApp(App):
     editing: str | None = None
 
     def notes(self) -> list[dict[str, Any]]:
-        """Saved notes, newest first."""
-        return [{"title": "", **n} for n in self.load("notes", DEFAULT_NOTES)]
+        """Saved notes, newest first (files in shared storage: `notes_store`)."""
+        return saved_notes(self.phone)
 
     def back(self) -> bool:
         if self.page == "edit":
@@ -49,16 +46,15 @@ class NotesApp(App):
         if not title and not text:
             self.ui.toast("笔记内容为空")
             return
-        notes = without(self.notes(), self.editing)
-        notes.insert(0, {"id": self.editing or new_id(), "title": title, "text": text, "updated": int(time.time())})
-        self.save("notes", notes)
+        store_note(self.phone, self.editing, title, text)
         self.close_editor()
         self.ui.toast("已保存")
 
     def delete_note(self) -> None:
-        self.save("notes", without(self.notes(), self.editing))
+        if self.editing is not None:
+            trash_note(self.phone, self.editing)
         self.close_editor()
-        self.ui.toast("已删除")
+        self.ui.toast("已移到最近删除")
 
     def close_editor(self) -> None:
         self.page, self.editing, self.focus = "list", None, None

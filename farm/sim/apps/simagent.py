@@ -186,7 +186,10 @@ def _wanted_texts(task: dict[str, Any]) -> list[str]:
             if isinstance(c, dict) and c.get("type") == "screen_has" and isinstance(c.get("text"), str)]
 
 
-def _alarm_time(task: dict[str, Any]) -> str:
+def _alarm_time(task: dict[str, Any], now: datetime) -> str:
+    # A task verified by the clock's upcoming-alarm notification wants an alarm within two hours: one hour on.
+    if _state_wheres(task, "notifications", ""):
+        return f"{now + timedelta(hours=1):%H:%M}"
     for text in _wanted_texts(task):
         found = re.fullmatch(r"(\d{1,2}):(\d{2})", text.strip())
         if found:
@@ -257,7 +260,7 @@ def leave_marker(phone: PhoneState, task: dict[str, Any], marker: str) -> str | 
     if package == "com.android.deskclock":
         from farm.sim.apps.clock import saved_alarms, store_alarms
 
-        store_alarms(phone, [*saved_alarms(phone), {"id": key, "time": _alarm_time(task), "label": marker,
+        store_alarms(phone, [*saved_alarms(phone), {"id": key, "time": _alarm_time(task, phone.now()), "label": marker,
                                                     "enabled": True}])
     elif package == "com.android.contacts":
         from farm.sim.apps.base import next_rowid
@@ -294,12 +297,17 @@ def leave_marker(phone: PhoneState, task: dict[str, Any], marker: str) -> str | 
                 phone.makedirs(posixpath.normpath(f"/sdcard/{path}"))
     elif package == "dev.agentfarm.notes" or package not in ("dev.agentfarm.messenger", "dev.agentfarm.shop"):
         package = "dev.agentfarm.notes" if phone.profile.package("dev.agentfarm.notes") else package
-        notes = app_class(package)(phone.ui)
-        from farm.sim.apps.notes import DEFAULT_NOTES
-
-        saved = notes.load("notes", DEFAULT_NOTES)
         body = "、".join(_wanted_texts(task))
-        notes.save("notes", [{"id": key, "title": marker, "text": body, "updated": int(time.time())}, *saved])
+        if package == "dev.agentfarm.notes":
+            from farm.sim.apps.notes_store import store_note, trash_note
+
+            note = store_note(phone, None, marker, body)
+            if any(param.endswith(".trash") for param, _w in _state_wheres(task, "files", marker)):
+                trash_note(phone, note)  # a note the task wants created, then deleted
+        else:
+            notes = app_class(package)(phone.ui)
+            saved = notes.load("notes", [])
+            notes.save("notes", [{"id": key, "title": marker, "text": body, "updated": int(time.time())}, *saved])
     return package
 
 
