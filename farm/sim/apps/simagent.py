@@ -297,7 +297,7 @@ def leave_marker(phone: PhoneState, task: dict[str, Any], marker: str) -> str | 
                 phone.makedirs(posixpath.normpath(f"/sdcard/{path}"))
     elif package == "dev.agentfarm.notes" or package not in ("dev.agentfarm.messenger", "dev.agentfarm.shop"):
         package = "dev.agentfarm.notes" if phone.profile.package("dev.agentfarm.notes") else package
-        body = "、".join(_wanted_texts(task))
+        body = "、".join(_wanted_texts(task) + _file_texts(task, f"Documents/Notes/{marker}.txt", marker))
         if package == "dev.agentfarm.notes":
             from farm.sim.apps.notes_store import store_note, trash_note
 
