@@ -18,7 +18,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Literal, TypeVar, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -27,6 +27,7 @@ from farm.android import state_parsers
 from farm.errors import FarmError
 from farm.yaml_strict import strict_load
 
+SpecT = TypeVar("SpecT", bound=BaseModel)
 PARAM_TOKEN = "{param}"
 SETTINGS_NAMESPACES = ("global", "secure", "system")
 """The `settings` tables a probe may read."""
@@ -333,25 +334,33 @@ def default_probes_root() -> Path:
     return Path(__file__).resolve().parents[2] / "probes"
 
 
-def load_probe(path: Path) -> ProbeSpec:
-    """Read one probe file; FarmError naming the file and field when it is invalid."""
+def load_named_spec(path: Path, model: type[SpecT], what: str, shape: str, hint: str) -> SpecT:
+    """Read one catalogue file (`<name>.yaml` holding a mapping) as `model`; FarmError naming the file and the
+    field when it is invalid, or when a `name` inside differs from the file name."""
     try:
         raw = strict_load(path.read_text(encoding="utf-8"), path)
     except (OSError, yaml.YAMLError) as exc:
-        raise FarmError(f"{path}: cannot read probe: {' '.join(str(exc).split())}") from exc
+        raise FarmError(f"{path}: cannot read {what}: {' '.join(str(exc).split())}") from exc
     if not isinstance(raw, dict):
-        raise FarmError(f"{path}: a probe file is a mapping (name, description, argv, parser)")
+        raise FarmError(f"{path}: a {what} file is a mapping ({shape})")
     raw.setdefault("name", path.stem)
     try:
-        spec = ProbeSpec.model_validate(raw)
+        spec = model.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "probe"
+        where = ".".join(str(p) for p in first["loc"]) or what
         msg = first["msg"].removeprefix("Value error, ")
-        raise FarmError(f"{path}: {where}: {msg}", hint="see probes/README.md for the probe format") from exc
-    if spec.name != path.stem:
-        raise FarmError(f"{path}: name: {spec.name!r} differs from the file name", hint=f"rename to {spec.name}.yaml")
+        raise FarmError(f"{path}: {where}: {msg}", hint=hint) from exc
+    name = getattr(spec, "name", path.stem)
+    if name != path.stem:
+        raise FarmError(f"{path}: name: {name!r} differs from the file name", hint=f"rename to {name}.yaml")
     return spec
+
+
+def load_probe(path: Path) -> ProbeSpec:
+    """Read one probe file; FarmError naming the file and field when it is invalid."""
+    return load_named_spec(path, ProbeSpec, "probe", "name, description, argv, parser",
+                           "see probes/README.md for the probe format")
 
 
 def load_catalogue(root: Path | None = None) -> dict[str, ProbeSpec]:

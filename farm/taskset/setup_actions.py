@@ -17,12 +17,9 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from farm.errors import FarmError
-from farm.taskset.probes import default_probes_root, split_key
-from farm.yaml_strict import strict_load
+from farm.taskset.probes import default_probes_root, load_named_spec, split_key
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _TOKEN = re.compile(r"\{([a-z_]+)\}")
@@ -134,23 +131,8 @@ def default_setup_root() -> Path:
 
 def load_setup(path: Path) -> SetupSpec:
     """Read one setup action file; FarmError naming the file and field when it is invalid."""
-    try:
-        raw = strict_load(path.read_text(encoding="utf-8"), path)
-    except (OSError, yaml.YAMLError) as exc:
-        raise FarmError(f"{path}: cannot read setup action: {' '.join(str(exc).split())}") from exc
-    if not isinstance(raw, dict):
-        raise FarmError(f"{path}: a setup action file is a mapping (description, argv, param_pattern)")
-    raw.setdefault("name", path.stem)
-    try:
-        spec = SetupSpec.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "setup action"
-        msg = first["msg"].removeprefix("Value error, ")
-        raise FarmError(f"{path}: {where}: {msg}", hint="see probes/README.md (setup actions)") from exc
-    if spec.name != path.stem:
-        raise FarmError(f"{path}: name: {spec.name!r} differs from the file name", hint=f"rename to {spec.name}.yaml")
-    return spec
+    return load_named_spec(path, SetupSpec, "setup action", "description, argv, param_pattern",
+                           "see probes/README.md (setup actions)")
 
 
 def load_setup_catalogue(root: Path | None = None) -> dict[str, SetupSpec]:
