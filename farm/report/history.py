@@ -117,7 +117,12 @@ def _cell(c: TaskCell, report: str | None) -> tuple[_Link, ...]:
     units = tuple(_Link("✗" if u.status == "failed" else "⚠", u.evidence,
                         f"{u.phone} · repeat {u.repeat}: {_cut(u.reason, _TITLE_REASON)}") for u in c.units)
     more = (_Link(f"+{c.units_more}"),) if c.units_more else ()
-    return (_Link(_count(c), report), *units, *more)
+    # The count opens a unit of the cell (its first failure, else error, else pass), as the viewer's matrix does;
+    # a cell none of whose units names a run record opens the night's report.
+    if c.unit is None:
+        return (_Link(_count(c), report), *units, *more)
+    what = "its first unit that did not pass" if c.units else "a unit of the task"
+    return (_Link(_count(c), c.unit, f"{c.run_id}: {what}"), *units, *more)
 
 
 def _flags(t: TaskRow) -> str:
@@ -150,8 +155,9 @@ def _grid(h: History) -> _Section:
         [[_task(t.task_id, t.instance), t.lane, t.category, _flags(t),
           *(_cell(c, nights[c.run_id].report if c.run_id in nights else None) for c in t.cells)] for t in h.tasks],
         [f"One row per task: flaky and regressed tasks first, then by task id{shown}. Each cell: passed/judged units"
-         " of the night (– none judged; eN: infrastructure errors), linking to the night's report; ✗ (failed) and"
-         " ⚠ (infrastructure error) link to a unit's run record."],
+         " of the night (– none judged; eN: infrastructure errors), linking to a unit of the task that night (its"
+         " first failure, else its first error, else a pass; the night's report when no unit kept a run record);"
+         " ✗ (failed) and ⚠ (infrastructure error) link to each unit that did not pass."],
     )
 
 

@@ -127,6 +127,13 @@ class _Tally:
     not_passed: list[UnitLink] = field(default_factory=list)
     verdicts: dict[str, set[bool]] = field(default_factory=dict)
     """Phone → the verdicts its judged units had."""
+    first: tuple[int, str] | None = None
+    """(rank, run record) of the unit a click on the cell opens: failed 0, error 1, passed 2; the first of the
+    lowest rank."""
+
+    def offer(self, rank: int, link: str | None) -> None:
+        if link is not None and (self.first is None or rank < self.first[0]):
+            self.first = (rank, link)
 
     def count(self, run_id: str) -> NightCount:
         return NightCount(run_id=run_id, passed=self.passed, judged=self.passed + self.failed, errors=self.errors,
@@ -159,13 +166,16 @@ def tally_night(night: NightUnits, phone: Callable[[Record], str]) -> dict[TaskK
         elif initial_passed(r):
             t.passed += 1
             t.verdicts.setdefault(phone(r), set()).add(True)
+            t.offer(2, evidence_link(night.run_path, r.evidence))
             continue
         else:
             t.failed += 1
             t.verdicts.setdefault(phone(r), set()).add(False)
+        link = evidence_link(night.run_path, r.evidence)
+        t.offer(1 if r.outcome == "error" else 0, link)
         t.not_passed.append(UnitLink(
             phone=phone(r), repeat=r.repeat, status="error" if r.outcome == "error" else "failed",
-            reason=r.reasons[0] if r.reasons else r.outcome, evidence=evidence_link(night.run_path, r.evidence)))
+            reason=r.reasons[0] if r.reasons else r.outcome, evidence=link))
     return out
 
 
@@ -219,7 +229,8 @@ def task_rows(
         for run_id, night in zip(run_ids, nights, strict=True):
             t = night.get(key, _Tally())
             cells.append(TaskCell(**t.count(run_id).model_dump(), units=t.not_passed[:MAX_CELL_UNITS],
-                                  units_more=max(0, len(t.not_passed) - MAX_CELL_UNITS)))
+                                  units_more=max(0, len(t.not_passed) - MAX_CELL_UNITS),
+                                  unit=t.first[1] if t.first is not None else None))
         rows.append(TaskRow(lane=key[0], task_id=key[1], instance=key[2], category=categories[key],
                             flaky=key in flaky, regressed=key in regressed, cells=cells))
     return rows, max(0, len(keys) - limit)

@@ -116,6 +116,9 @@ class TaskCell(NightCount):
     """Units that did not pass (by phone, repeat), at most `farm.report.history_grid.MAX_CELL_UNITS`."""
     units_more: int
     """Units that did not pass beyond those listed."""
+    unit: str | None = None
+    """The unit a click on the cell opens: its first failure, else its first infrastructure error, else its first
+    pass (by phone, repeat), as its run record relative to `History.runs_dir`; null when none names one."""
 
 
 class TaskRow(_Task):

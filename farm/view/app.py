@@ -1,13 +1,15 @@
-"""The viewer's routes: the run list (filtered and sorted: `farm.view.run_list`), two runs side by side
-(`/compare?a=A&b=B`), a run's page (its headline, report files and units filtered, searched and paged:
-`farm.view.unit_query`), its files, and each unit's trajectory; and the same run list and units as JSON under `/api/`
-(each phone by its stable name beside its serial and adb server).
+"""The viewer's routes: the run list (filtered and sorted: `farm.view.run_list`), two runs compared
+(`/compare?a=A&b=B`) and their units side by side (`/side`, `farm.view.side`), a run's page (its headline, report
+files and units filtered, searched and paged: `farm.view.unit_query`), its files, each unit's page
+(`farm.view.unit_page`), the nights of a label (`/nights`, `farm.view.nights`); and the run list and units as JSON
+under `/api/` (each phone by its stable name beside its serial and adb server).
 
-Served on loopback only, read-only, offline: pages are rendered with Jinja2 autoescape (everything shown
-comes from phones, pages and models), carry no script at all (filters are plain GET forms), and a
-Content-Security-Policy allows nothing but the viewer itself. A run's files are served under `/runs/<run>/`
-so the relative links of its report.html (`/runs/<run>/report.html`, beside the run page) land here; a link to a
-run record or a try directory opens that unit's trajectory.
+Served on loopback only, read-only, offline: pages are rendered with Jinja2 autoescape (everything shown comes from
+phones, pages and models), filters are plain GET forms, and a Content-Security-Policy allows nothing but the viewer
+itself. The one script is the viewer's own `/static/viewer.js` (← → between steps), allowed on the viewer's own
+pages only; no inline script runs anywhere, and a run's files (its report too) run none. A run's files are served
+under `/runs/<run>/` so the relative links of its report.html (`/runs/<run>/report.html`, beside the run page) land
+here; a link to a run record or a try directory opens that unit's page (`?list` lists the folder instead).
 """
 
 from __future__ import annotations
@@ -21,14 +23,18 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Redirect
 from jinja2 import Environment, FileSystemLoader
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
+from farm.errors import FarmError
 from farm.report.why import record_why
 from farm.view.compare import compare
 from farm.view.files import Refused, inside, list_dir, media_type, run_dir_of
+from farm.view.nights import cached_nights, labels_of
 from farm.view.run_list import SORTS, STATUSES, RunQuery
 from farm.view.run_page import run_view
 from farm.view.runs import list_runs
-from farm.view.trajectory import load_trajectory
+from farm.view.side import align, pair_units
+from farm.view.unit_index import cached_index
 from farm.view.unit_lookup import find_unit
+from farm.view.unit_page import unit_view
 from farm.view.unit_query import UnitQuery
 from farm.view.units import RunUnits, Unit, UnitRow, cached_units
 
@@ -42,6 +48,8 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-cache",
 }
+PAGE_CSP = SECURITY_HEADERS["Content-Security-Policy"] + "; script-src 'self'"
+"""The viewer's own pages may run its own script file (nosniff keeps any run file from passing for one)."""
 
 
 def _env() -> Environment:
@@ -97,7 +105,8 @@ def create_app(runs_dir: Path, *, tasks_dir: Path | None = None,
         return response
 
     def page(name: str, status: int = 200, **context: object) -> HTMLResponse:
-        return HTMLResponse(env.get_template(name).render(**context), status_code=status)
+        return HTMLResponse(env.get_template(name).render(**context), status_code=status,
+                            headers={"Content-Security-Policy": PAGE_CSP})
 
     def message(status: int, title: str, text: str) -> HTMLResponse:
         return page("message.html.j2", status, title=title, text=text)
@@ -153,6 +162,50 @@ def create_app(runs_dir: Path, *, tasks_dir: Path | None = None,
     def css() -> Response:
         return FileResponse(HERE / "static" / "viewer.css", media_type="text/css")
 
+    @app.get("/static/viewer.js")
+    def js() -> Response:
+        return FileResponse(HERE / "static" / "viewer.js", media_type="text/javascript")
+
+    @app.get("/side")
+    def side_page(request: Request) -> Response:
+        params = request.query_params
+        a, b = params.get("a", ""), params.get("b", "")
+        if not a or not b:
+            return message(400, "Pick two runs", "Pick a run as A and another as B on the run list, then open them "
+                                                 "side by side.")
+        dirs = [find_run(a), find_run(b)]
+        for found in dirs:
+            if isinstance(found, tuple):
+                return message(*found)
+        a_dir, b_dir = (d for d in dirs if isinstance(d, Path))
+        ua, ub = params.get("ua", ""), params.get("ub", "")
+        if ua and ub:
+            units = [find_unit(runs_dir, a_dir, ua, tasks_dir), find_unit(runs_dir, b_dir, ub, tasks_dir)]
+            if units[0] is None or units[1] is None:
+                return message(404, "No such unit", f"{a}: {ua} or {b}: {ub} is not a unit of its run")
+            va = unit_view(runs_dir, a_dir, a, units[0], tasks_dir)
+            vb = unit_view(runs_dir, b_dir, b, units[1], tasks_dir)
+            return page("side.html.j2", a_run=a, b_run=b, s=align(va.t, vb.t), goal=va.task.goal)
+        q, changed = params.get("q", "")[:200], params.get("changed", "1") != "0"
+        try:
+            paired = pair_units(cached_index(runs_dir, a_dir, tasks_dir), cached_index(runs_dir, b_dir, tasks_dir),
+                                q, changed)
+        except FarmError as exc:
+            return message(500, "Cannot pair the units", exc.line())
+        return page("side.html.j2", a_run=a, b_run=b, pairs=paired.shown, more=paired.matching - len(paired.shown),
+                    total=paired.total, q=q, changed=changed, counts=paired.counts)
+
+    @app.get("/nights")
+    def nights_page(request: Request) -> Response:
+        label = request.query_params.get("label", "")[:200]
+        if not label:
+            return page("nights.html.j2", n=None, labels=labels_of(runs_dir), problem="")
+        try:
+            view = cached_nights(runs_dir, label)
+        except FarmError as exc:
+            return page("nights.html.j2", 404, n=None, labels=labels_of(runs_dir), problem=exc.line())
+        return page("nights.html.j2", n=view)
+
     @app.get("/runs/{run}")
     def run_no_slash(run: str) -> Response:
         return RedirectResponse(f"/runs/{quote(run, safe='')}/", status_code=308)
@@ -186,10 +239,10 @@ def create_app(runs_dir: Path, *, tasks_dir: Path | None = None,
         found = find_unit(runs_dir, run_dir, unit, tasks_dir)
         if found is None:
             return message(404, "No such unit", f"{run}: no unit {unit}")
-        return page("unit.html.j2", t=load_trajectory(run_dir, run, found))
+        return page("unit.html.j2", v=unit_view(runs_dir, run_dir, run, found, tasks_dir))
 
     @app.get("/runs/{run}/{path:path}")
-    def run_file(run: str, path: str) -> Response:
+    def run_file(run: str, path: str, request: Request) -> Response:
         run_dir = open_run(run)
         if isinstance(run_dir, HTMLResponse):
             return run_dir
@@ -203,7 +256,7 @@ def create_app(runs_dir: Path, *, tasks_dir: Path | None = None,
             rel = real.relative_to(run_dir).as_posix() if real != run_dir else ""
             index = cached_units(run_dir)
             named = index.named_by(rel)
-            if named is not None:
+            if named is not None and "list" not in request.query_params:
                 # A report's link to a run record (or to the try directory holding it) opens the trajectory.
                 return RedirectResponse(unit_url(run, named), status_code=303)
             return page("directory.html.j2", run=run, rel=rel, entries=list_dir(real), units=index.under(rel))

@@ -2,7 +2,8 @@
 
 A run directory holds trees pulled from phones: their names and contents are the phone's. A path
 from a URL or a transcript is resolved here, once: never absolute, never `..`, never through a symlink
-that leaves the run directory; and only the harness's own reports are ever served as HTML.
+that leaves the run directory; and only the harness's own reports (a run's report.html, a label's history.html)
+are ever served as HTML.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path, PurePosixPath
 
+from farm.manifest import manifest_path
 from farm.names import is_safe_name
 
 
@@ -24,6 +26,8 @@ TEXT_SUFFIXES = frozenset({".json", ".jsonl", ".md", ".txt", ".log", ".csv", ".x
 """Files shown as plain text, whatever their content."""
 REPORT_NAME = "report.html"
 """The one HTML file name served as HTML, where the harness writes it (the run's top level or `reports/<name>/`)."""
+HISTORY_DIR, HISTORY_NAME = "history", "history.html"
+"""`farm history`'s own folder under the runs directory and its HTML file, served as HTML there only."""
 
 
 def run_dir_of(runs_dir: Path, run: str) -> Path:
@@ -70,7 +74,9 @@ def media_type(run_root: Path, path: Path) -> str:
         return IMAGE_TYPES[suffix]
     if path.name == REPORT_NAME and _report_place(run_root, path):
         return "text/html; charset=utf-8"
-    if suffix in TEXT_SUFFIXES or path.name == REPORT_NAME:
+    if path.name == HISTORY_NAME and _history_place(run_root, path):
+        return "text/html; charset=utf-8"
+    if suffix in TEXT_SUFFIXES or path.name in (REPORT_NAME, HISTORY_NAME):
         return "text/plain; charset=utf-8"
     return "application/octet-stream"
 
@@ -78,6 +84,14 @@ def media_type(run_root: Path, path: Path) -> str:
 def _report_place(run_root: Path, path: Path) -> bool:
     rel = path.relative_to(run_root.resolve()).parts
     return len(rel) == 1 or (len(rel) == 3 and rel[0] == "reports")
+
+
+def _history_place(run_root: Path, path: Path) -> bool:
+    # `farm history` writes `<runs>/history/<label>-<newest>/history.html`; its links lead up to the runs' records.
+    # A run that happens to be called `history` (it has a manifest) keeps its files as text.
+    root = run_root.resolve()
+    rel = path.relative_to(root).parts
+    return root.name == HISTORY_DIR and len(rel) == 2 and not exists(manifest_path(root))
 
 
 def exists(path: Path, *, file: bool = False) -> bool:

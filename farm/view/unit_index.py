@@ -149,6 +149,10 @@ class UnitIndex:
         with self._lock:
             return self._con.execute(sql, values).fetchall()
 
+    def select(self, sql: str, values: list[object]) -> list[tuple[Any, ...]]:
+        """Rows of a read of the `units` table (values bound, never part of the SQL text)."""
+        return self._fetch(sql, values)
+
     def _distinct(self, column: str) -> list[str]:
         return [str(r[0]) for r in self._fetch(f"SELECT DISTINCT {column} FROM units ORDER BY 1", [])]
 

@@ -103,3 +103,12 @@ def test_history_read_from_disk_links_each_failed_unit_to_its_run_record(tmp_pat
     cells = load_history(tmp_path).tasks[0].cells
     assert [(u.phone, u.status, u.evidence) for c in cells for u in c.units] == [
         ("Pixel 8 · P1", "error", "n1/android/P1/t/run"), ("Galaxy S24 · G1", "failed", "n2/android/G1/t/run")]
+
+
+def test_a_cell_opens_its_first_failure_else_its_first_error_else_its_first_pass(tmp_path: Path) -> None:
+    write_night(tmp_path, "n1", night_records("n1", {("a", "G1"): True, ("a", "P1"): "error", ("a", "P2"): False,
+                                                     ("b", "G1"): True, ("b", "P1"): "error",
+                                                     ("c", "P1"): True, ("c", "P2"): True}), day=1)
+    h = load_history(tmp_path)
+    assert [_row(h, t).cells[0].unit for t in "abc"] == [
+        "n1/android/P2/a/run", "n1/android/P1/b/run", "n1/android/P1/c/run"]

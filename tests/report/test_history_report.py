@@ -69,13 +69,17 @@ def test_markdown_has_a_task_row_with_a_cell_per_night(tmp_path: Path) -> None:
     md = render_history_markdown(_history(tmp_path))
     assert "## Tasks night by night (2)" in md
     assert "| task | lane | category | flags | n1 | n2 | n3 ⚠ interrupted |" in md
-    assert "| t-ok | android | read/system |  | 1/1 | 1/1 | 1/1 |" in md
+    # Every cell opens a unit of its night (a pass here: none failed).
+    assert ('| t-ok | android | read/system |  | [1/1](n1/android/P1/t-ok/run "n1: a unit of the task")'
+            ' | [1/1](n2/android/P1/t-ok/run "n2: a unit of the task")'
+            ' | [1/1](n3/android/P1/t-ok/run "n3: a unit of the task") |') in md
 
 
 def test_a_cell_marks_infrastructure_errors(tmp_path: Path) -> None:
     write_night(tmp_path, "n1", night_records("n1", {("t", "P1"): True, ("t", "P2"): "error"}), day=1)
     md = render_history_markdown(load_history(tmp_path))
-    assert ('| t | android | read/system |  | 1/1 e1'
+    # The count opens the error (the cell's first unit that did not pass), as its ⚠ does.
+    assert ('| t | android | read/system |  | [1/1 e1](n1/android/P2/t/run "n1: its first unit that did not pass")'
             ' [⚠](n1/android/P2/t/run "Pixel 8 · P2 · repeat 1: error on P2") |') in md
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -83,19 +84,29 @@ def test_the_unit_page_escapes_phone_and_model_text_and_links_its_screenshot(sit
     assert (image.status_code, image.headers["content-type"], image.content) == (200, "image/jpeg", JPEG)
 
 
-def test_no_page_carries_a_script_and_every_answer_forbids_loading_from_elsewhere(
+def test_no_page_carries_an_inline_script_and_every_answer_forbids_loading_from_elsewhere(
     site: tuple[TestClient, Path],
 ) -> None:
     client, run_dir = site
     _report(run_dir)
     pages = ("/", f"/runs/{RUN}/", f"/runs/{RUN}/units/", f"/runs/{RUN}/units/calc.SER1.a1", f"/runs/{RUN}/android/",
-             f"/runs/{RUN}/?verdict=fail&q=56086", f"/compare?a={RUN}&b={RUN}")
+             f"/runs/{RUN}/?verdict=fail&q=56086", f"/compare?a={RUN}&b={RUN}", "/nights",
+             f"/side?a={RUN}&b={RUN}", f"/side?a={RUN}&ua=calc.SER1.a1&b={RUN}&ub=calc.SER1.a1")
     for url in pages:
         answer = client.get(url)
         assert answer.status_code == 200, url
-        assert "<script" not in answer.text.lower(), url
-        assert "default-src 'none'" in answer.headers["content-security-policy"], url
+        scripts = re.findall(r"<script[^>]*>", answer.text, re.IGNORECASE)
+        assert set(scripts) <= {'<script src="/static/viewer.js" defer>'}, (url, scripts)
+        csp = answer.headers["content-security-policy"]
+        assert "default-src 'none'" in csp and "script-src 'self'" in csp and "unsafe-inline'; f" in csp, url
         assert answer.headers["x-content-type-options"] == "nosniff", url
+    # A run's own files (its report too) may run no script at all.
+    for url in (f"/runs/{RUN}/report.html", f"/runs/{RUN}/{EVIDENCE}/steps.jsonl"):
+        csp = client.get(url).headers["content-security-policy"]
+        assert "default-src 'none'" in csp and "script-src" not in csp, url
+    script = client.get("/static/viewer.js")
+    assert script.status_code == 200 and script.headers["content-type"].startswith("text/javascript")
+    assert "ArrowRight" in script.text
 
 
 @pytest.mark.parametrize("path", [

@@ -1,6 +1,8 @@
 """The viewer in real Chromium, on a real host-executor run of the virtual phone: the run list, the run's page and
-its report, a failed unit's trajectory stepped through, at 1400 px and 480 px, offline; and on a synthetic run of
-250 units: the run list, the run page filtered to failures through its form, a unit opened."""
+its report, a failed unit's trajectory stepped through, at 1400 px and 480 px, offline; on a synthetic run of
+250 units: the run list, the run page filtered to failures through its form, a unit opened; and on three nights of
+one label: failures of one category, a word of a goal searched, a unit stepped through with ← →, its tap drawn on
+its screenshot, two runs side by side with their divergence, the nights matrix followed to a unit."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from farm.sweep.dev_run import run, run_request
 from farm.view.server import ViewServer
 from host_agent.scripted import DEFAULT_SCRIPTS
 from tests.view.builders import WIDE, make_wide_run, wide_verdict
+from tests.view.story import GOAL, SHOT, TAP, make_nights
 
 RUN = "r-view"
 WRONG_MULTIPLY = """steps:
@@ -149,6 +152,85 @@ def test_in_chromium_the_run_list_leads_to_a_run_filtered_to_failures_and_one_un
             page.wait_for_url(f"**/runs/{WIDE}/units/{task}.*")
             assert page.locator("h1").inner_text() == f"{task} fail"
             assert "answer_regex" in page.locator("table.checks").inner_text()
+        finally:
+            context.close()
+    foreign = [url for url in requested if not url.startswith(base)]
+    assert requested and foreign == [], foreign
+
+
+def test_in_chromium_a_team_reads_its_nights_from_a_run_to_a_unit_side_by_side_and_the_matrix(
+    chromium_browser: Browser, tmp_path: Path
+) -> None:
+    runs, tasks = tmp_path / "runs", tmp_path / "tasks"
+    make_nights(runs, tasks)
+    requested: list[str] = []
+    with ViewServer(runs, port=0, tasks_dir=tasks) as server:
+        base = server.url
+        context = chromium_browser.new_context(viewport={"width": 1280, "height": 900})
+        try:
+            page = context.new_page()
+            page.on("request", lambda request: requested.append(request.url))
+            page.goto(base)
+            page.get_by_role("link", name="n3", exact=True).click()
+            page.wait_for_url(f"{base}runs/n3/")
+            # Failures of one category.
+            page.locator("select[name=verdict]").select_option("fail")
+            page.locator("select[name=category]").select_option("read")
+            page.get_by_role("button", name="Filter").click()
+            page.wait_for_url("**verdict=fail**")
+            rows = page.locator("table.units tr").all_inner_texts()[1:]
+            assert len(rows) == 1 and rows[0].startswith("calc-mult") and "\tread\t" in rows[0]
+            # A word of a goal (records do not hold goals: the task set does).
+            page.goto(f"{base}runs/n3/")
+            page.locator("input[name=q]").fill("multiply")
+            page.get_by_role("button", name="Filter").click()
+            page.wait_for_url("**q=multiply**")
+            tasks_shown = {t.split("\t")[0] for t in page.locator("table.units tr").all_inner_texts()[1:]}
+            assert tasks_shown == {"calc-mult", "calc-mult (try 2)"}  # both phones; notes-new's goal lacks the word
+            page.get_by_role("link", name="calc-mult").first.click()
+            page.wait_for_url("**/runs/n3/units/calc-mult.*")
+            assert page.locator("p.goal").inner_text() == GOAL
+            # Step through with the keyboard.
+            page.keyboard.press("ArrowRight")
+            page.wait_for_url("**#step-1")
+            page.keyboard.press("ArrowRight")
+            page.wait_for_url("**#step-2")
+            page.keyboard.press("ArrowRight")
+            page.keyboard.press("ArrowLeft")
+            page.wait_for_url("**#step-2")
+            assert page.evaluate("document.querySelector('section.step:target').id") == "step-2"
+            # The tap, drawn where it landed on the screenshot.
+            image = page.locator("#step-2 .shot img")
+            page.wait_for_function("() => { const i = document.querySelector('#step-2 .shot img');"
+                                   " return i !== null && i.complete && i.naturalWidth > 0; }")
+            ring = page.locator("#step-2 svg.mark-tap circle.ring")
+            assert ring.is_visible()
+            box, spot = image.bounding_box(), ring.bounding_box()
+            assert box is not None and spot is not None
+            cx, cy = spot["x"] + spot["width"] / 2, spot["y"] + spot["height"] / 2
+            assert abs((cx - box["x"]) / box["width"] - TAP[0] / SHOT[0]) < 0.02
+            assert abs((cy - box["y"]) / box["height"] - TAP[1] / SHOT[1]) < 0.02
+            # Two runs side by side, from the run list.
+            page.goto(base)
+            page.get_by_label("n2 as A").check()
+            page.get_by_label("n3 as B").check()
+            page.get_by_role("button", name="Units of A and B side by side").click()
+            page.wait_for_url("**/side?**")
+            page.get_by_role("link", name="side by side").first.click()
+            page.wait_for_url("**ub=calc-mult.G1.a2**")
+            assert page.locator("section.pair.diverge").get_attribute("id") == "row-3"
+            for _ in range(3):
+                page.keyboard.press("ArrowRight")
+            page.wait_for_url("**#row-3")
+            assert "first divergence" in page.locator("#row-3 .head").inner_text()
+            # The nights matrix, and a cell followed to its unit.
+            page.get_by_role("link", name="nights", exact=True).click()
+            page.get_by_role("link", name="nightly", exact=True).click()
+            page.wait_for_url("**/nights?label=nightly")
+            cell = page.locator("table.matrix.tasks tr", has_text="calc-mult").locator("td.c-mixed a")
+            cell.click()
+            page.wait_for_url(f"{base}runs/n3/units/calc-mult.G1.a2")
+            assert page.locator("h1").inner_text() == "calc-mult fail"
         finally:
             context.close()
     foreign = [url for url in requested if not url.startswith(base)]

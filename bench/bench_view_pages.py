@@ -1,4 +1,5 @@
-"""`farm view` at scale: the run page of a 100 000-unit run, against a plain `os.listdir` of the runs directory.
+"""`farm view` at scale: the run page of a 100 000-unit run, against a plain `os.listdir` of the runs directory;
+and the nights of a label (14 nights of 1 000 units) as their matrix and two of them side by side.
 
 A synthetic run (500 tasks × 10 phones × 20 repeats, written as `Record`s through `RunStore`, with its task set so
 search covers goals) is served by the viewer's own app (FastAPI TestClient: routing, DuckDB, template, the whole
@@ -9,7 +10,13 @@ the median of REPEATS answers. Ratios are against `os.listdir`
 of the runs directory, measured in the same process, so they carry over between machines better than seconds do;
 the stylesheet served through the same client shows how much of a page is the HTTP round trip itself.
 
-    .venv/bin/python bench/view_pages.py [UNITS]
+The nights (their own runs directory: NIGHTS runs labelled `bench-nights`, NIGHT_TASKS tasks on NIGHT_PHONES
+phones each, every 9th unit of a night failing in turn) are timed as the nights page, first (reads every night)
+and warm, two nights' units paired side by side, and one unit's trajectory (25 steps) beside another's.
+
+Goal (issue 28): each page answers well under a second, warm: ≤ 1 s.
+
+    .venv/bin/python bench/bench_view_pages.py [UNITS]
 """
 
 from __future__ import annotations
@@ -33,11 +40,17 @@ from farm.results.record import CheckResult, Record, RunMetrics, Tokens  # noqa:
 from farm.results.store import RunStore  # noqa: E402
 from farm.view.app import create_app  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from goals import goal  # noqa: E402
+
 UNITS = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
 TASKS, PHONES = 500, 10
 REPEATS = 20
 CATEGORIES = ("read/system", "read/content", "read/shopping", "write", "impossible", "barrier", "web")
 RUN = "bench-view"
+NIGHTS, NIGHT_TASKS, NIGHT_PHONES, NIGHT_STEPS = 14, 100, 10, 25
+GOAL_S = 1.0
+"""Warm answer of each page, seconds."""
 
 
 def _records(n: int) -> Iterator[Record]:
@@ -76,6 +89,39 @@ def _build(runs: Path, tasks: Path, n: int) -> Path:
     store = RunStore.create(runs, manifest)
     store.append(_records(n))
     return store.run_dir
+
+
+def _night_records(night: int) -> Iterator[Record]:
+    for t in range(NIGHT_TASKS):
+        for p in range(NIGHT_PHONES):
+            failed = (t * NIGHT_PHONES + p + night) % 9 == 0
+            yield Record(
+                run=f"night-{night:02d}", lane="android", device=f"SER{p:02d}", task_id=f"task-{t:04d}",
+                category=CATEGORIES[t % len(CATEGORIES)], partition="tune", expect="succeeded",
+                outcome="failed" if failed else "succeeded", end_reason="answer", passed=not failed,
+                checks=[CheckResult(type="answer_regex", passed=not failed, detail=f"looked for {t}")],
+                answer=f"The value is {t}", reasons=["answer did not match"] if failed else [],
+                evidence=f"android/SER{p:02d}/task-{t:04d}/run", execution="simulated", executor="host",
+                split="tune")
+
+
+def _build_nights(runs: Path) -> None:
+    """NIGHTS runs labelled `bench-nights`; task-0000 on SER00 keeps a run record of NIGHT_STEPS steps."""
+    for night in range(NIGHTS):
+        run = f"night-{night:02d}"
+        manifest = mf.Manifest(run_id=run, created_at=f"2026-11-{night + 1:02d}T03:00:00Z", label="bench-nights",
+                               status="finished",
+                               phones=[mf.PhoneEntry(serial=f"SER{p:02d}", model="Pixel 7",
+                                                     adb_server=f"10.0.0.{p % 3}:5037")
+                                       for p in range(NIGHT_PHONES)])
+        store = RunStore.create(runs, manifest)
+        store.append(_night_records(night))
+        folder = store.run_dir / "android" / "SER00" / "task-0000" / "run"
+        folder.mkdir(parents=True)
+        steps = [{"step": n, "observation": {"text": f"[1] Button \"item {n}\"", "package": "com.shop"},
+                  "action": {"tool": "tap", "args": {"x": 100 + n + (night if n > 20 else 0), "y": 200}},
+                  "result": {"ok": True, "text": "tapped"}, "timings": {"modelMs": 800}} for n in range(NIGHT_STEPS)]
+        (folder / "steps.jsonl").write_text("\n".join(json.dumps(s) for s in steps) + "\n", encoding="utf-8")
 
 
 def _once(call: Callable[[], object]) -> float:
@@ -117,6 +163,9 @@ def main() -> None:
         list_warm = _median(_get(client, "/", RUN), 5)
         unit_first = _once(_get(client, f"{base}units/task-0000.SER00.a1", "task-0000"))
         unit_warm = _median(_get(client, f"{base}units/task-0000.SER00.a1", "task-0000"), 5)
+        paired_url = f"/side?a={RUN}&b={RUN}&changed=0"
+        paired_first = _once(_get(client, paired_url, "pairs"))
+        paired_warm = _median(_get(client, paired_url, "pairs"), 3)
 
         def line(what: str, seconds: float) -> None:
             print(f"  {what:<52} {seconds * 1000:10.2f} ms   {seconds / listdir:12,.0f} × listdir")
@@ -133,8 +182,40 @@ def main() -> None:
         line("run list, warm", list_warm)
         line("unit page, first (one scan of records.jsonl)", unit_first)
         line("unit page, warm", unit_warm)
+        line("every unit paired with a run's (side-by-side list), first", paired_first)
+        line("every unit paired with a run's (side-by-side list), warm", paired_warm)
         print(f"  ratios: page 50 / warm page {page50 / warm:.2f}, filtered / warm page {filtered / warm:.2f},"
               f" first / warm page {first / warm:.1f}")
+
+        nights_dir = Path(tmp) / "nights"
+        _build_nights(nights_dir)
+        nights = TestClient(create_app(nights_dir), base_url="http://127.0.0.1")
+        matrix = "/nights?label=bench-nights"
+        nights_first = _once(_get(nights, matrix, "Tasks × nights"))
+        nights_warm = _median(_get(nights, matrix, "Tasks × nights"), 5)
+        pairs_url = "/side?a=night-12&b=night-13"
+        pairs_first = _once(_get(nights, pairs_url, "passed in A only"))
+        pairs_warm = _median(_get(nights, pairs_url, "passed in A only"), 5)
+        side_url = "/side?a=night-12&ua=task-0000.SER00.a1&b=night-13&ub=task-0000.SER00.a1"
+        side_warm = _median(_get(nights, side_url, "They part at"), 5)
+        print(f"{NIGHTS} nights of {NIGHT_TASKS * NIGHT_PHONES:,} units (label bench-nights)")
+        line("nights page, first (reads every night)", nights_first)
+        line("nights page, warm", nights_warm)
+        line("two nights' units paired, first (builds 2 indexes)", pairs_first)
+        line("two nights' units paired, warm", pairs_warm)
+        line(f"two units side by side ({NIGHT_STEPS} steps each), warm", side_warm)
+
+        def target(measure: str, seconds: float) -> None:
+            figure = f"{seconds * 1000:,.0f} ms ({seconds / listdir:,.0f}× listdir)"
+            goal(measure, figure, f"≤ {GOAL_S:g} s warm", seconds <= GOAL_S,
+                 "" if seconds <= GOAL_S else f"{seconds:.2f} s > {GOAL_S:g} s")
+
+        target(f"view: run page of {UNITS:,} units", warm)
+        target(f"view: filtered and searched page of {UNITS:,} units", filtered)
+        target(f"view: unit page in a run of {UNITS:,} units", unit_warm)
+        target(f"view: {UNITS:,} units paired for side by side", paired_warm)
+        target(f"view: nights page ({NIGHTS} nights)", nights_warm)
+        target("view: two units side by side", side_warm)
 
 
 if __name__ == "__main__":
