@@ -28,8 +28,9 @@ A_STLS = 0x534C5453
 A_VERSION = 0x01000001
 MAX_PAYLOAD = 1024 * 1024
 AUTH_TOKEN = 1
-FEATURES = ("shell_v2", "cmd", "stat_v2", "ls_v2")
-"""Only what this adbd implements (sync STA2/LST2/LIS2 included; no SND2/RCV2, no delayed_ack)."""
+FEATURES = ("shell_v2", "cmd", "stat_v2", "ls_v2", "fixed_push_mkdir")
+"""Only what this adbd implements: sync STA2/LST2/LIS2, SEND creating missing parent directories. Not: SND2/RCV2
+(sendrecv_v2), delayed_ack, abb/abb_exec, remount_shell, track_app, apex."""
 
 _HEADER = struct.Struct("<6I")
 
@@ -278,6 +279,11 @@ class AdbTransport:
         elif command == A_CLSE:
             stream = self.streams.pop(arg1, None)
             if stream is not None:
+                # adbd's local_socket_close shuts its peer down first, which sends CLSE back: clients that speak
+                # the device protocol directly (no adb server) wait for it before the next request.
+                if not stream.closed and stream.accepted:
+                    stream.closed = True
+                    await self.send(A_CLSE, stream.local_id, stream.remote_id)
                 stream._on_close()
 
     async def _on_cnxn(self, version: int, max_payload: int, banner: bytes) -> None:

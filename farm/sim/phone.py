@@ -218,6 +218,7 @@ def build_settings(profile: PhoneProfile) -> dict[str, dict[str, str]]:
     return {
         "system": {
             "screen_brightness": "128",
+            "screen_brightness_mode": "1",  # adaptive brightness, on by default on a Pixel
             "screen_off_timeout": "60000",
             "time_12_24": "24",
             "font_scale": "1.0",

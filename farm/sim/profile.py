@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from farm.errors import FarmError
+from farm.sim.features import GLES_VERSION, PIXEL_FEATURES
 from farm.yaml_strict import strict_load
 
 DEFAULT_PROFILE_PATH = Path(__file__).parent / "profiles" / "default.yaml"
@@ -131,6 +132,10 @@ class FsLimits(_Model):
     """Bytes one sync SEND (`adb push` of one file) may write (512 MiB); over it the push fails, nothing is kept."""
 
 
+Feature = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_.]*(=[1-9][0-9]{0,9})?$", max_length=200)]
+"""A system feature as `pm list features` prints it after `feature:`: a name, `=VERSION` when above 0."""
+
+
 class PhoneProfile(_Model):
     """Everything that makes one virtual phone what it is."""
 
@@ -174,6 +179,10 @@ class PhoneProfile(_Model):
     """Injected faults."""
     limits: FsLimits = Field(default_factory=FsLimits)
     """Caps on copies and pushes (`limits: {copy_max_bytes, copy_max_seconds, push_max_bytes}` in YAML)."""
+    features: list[Feature] = Field(default_factory=lambda: list(PIXEL_FEATURES))
+    """System features (`pm list features`, `cmd package has-feature`); the default is a Pixel 7's on Android 14."""
+    gles_version: Annotated[str, StringConstraints(pattern=r"^0x[0-9a-f]{1,8}$")] = GLES_VERSION
+    """OpenGL ES version PackageManager reports (`feature:reqGlEsVersion=0x30002` = 3.2)."""
     refused_providers: list[str] = Field(default_factory=list)
     """Content-provider authorities the shell may not open (`sms`, `call_log`, `com.android.contacts`,
     `com.android.calendar`, `settings`): `content query` on them prints the phone's `Permission Denial`, as on

@@ -7,6 +7,8 @@ import contextlib
 import logging
 
 from farm.sim.adbd import Service, Stream
+from farm.sim.build_services import serve_remount, serve_root, serve_unroot
+from farm.sim.framebuffer import serve_framebuffer
 from farm.sim.phone import PhoneState
 from farm.sim.shell import serve_shell
 from farm.sim.sync import serve_sync
@@ -17,7 +19,11 @@ DEVTOOLS = "localabstract:chrome_devtools_remote"
 
 
 def route(service: str) -> Service | None:
-    """The handler for `service`, or None to refuse the OPEN (CLSE, as adbd does)."""
+    """The handler for `service`, or None to refuse the OPEN.
+
+    adbd refuses a service it does not offer (or one whose socket cannot be reached, as `tcp:PORT` with nothing
+    listening) with CLSE(0, host id) and no message; the adb server tells its client `FAIL` `closed`.
+    """
     name = service.split(":", 1)[0].split(",", 1)[0]
     if name in ("shell", "exec"):
         return serve_shell
@@ -29,7 +35,16 @@ def route(service: str) -> Service | None:
         return serve_devtools
     if name == "reverse":
         return serve_reverse
-    return None
+    if name == "remount":
+        return serve_remount  # `remount:` may carry options after the colon (`-R`)
+    return _FIXED.get(service)
+
+
+_FIXED: dict[str, Service] = {
+    "root:": serve_root,
+    "unroot:": serve_unroot,
+    "framebuffer:": serve_framebuffer,
+}
 
 
 async def serve_u2(phone: PhoneState, stream: Stream) -> None:
@@ -115,7 +130,7 @@ async def serve_reverse(phone: PhoneState, stream: Stream) -> None:
         spec = spec.removeprefix("norebind:")
         remote, _, local = spec.partition(";")
         if not remote or not local:
-            await stream.write(_fail(f"bad forward spec '{spec}'"))
+            await stream.write(_fail(f"bad forward: {spec}"))  # adb.cpp handle_forward_request
         elif norebind and any(s.split(";", 1)[0] == remote for s in phone.reverse_forwards):
             await stream.write(_fail(f"cannot rebind existing socket '{remote}'"))
         else:

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
-import struct
+import asyncio
 
 # Imported for their side effect: each registers its commands.
-from farm.sim import shell_content, shell_fs, shell_pm, shell_stat, shell_sys, shell_text  # noqa: F401
-from farm.sim.adbd import MAX_PAYLOAD, Stream
+from farm.sim import shell_content, shell_fs, shell_net, shell_pm, shell_stat, shell_sys, shell_text  # noqa: F401
+from farm.sim.adbd import Stream
 from farm.sim.phone import PhoneState
+from farm.sim.profile import FsLimits
 from farm.sim.shell_core import Shell
-
-ID_STDIN, ID_STDOUT, ID_STDERR, ID_EXIT, ID_CLOSE_STDIN, ID_WINDOW = range(6)
-_V2 = struct.Struct("<BI")
+from farm.sim.shell_stdin import (  # noqa: F401 - the packet ids are part of this module's interface
+    ID_CLOSE_STDIN,
+    ID_EXIT,
+    ID_STDERR,
+    ID_STDIN,
+    ID_STDOUT,
+    ID_WINDOW,
+    V2_HEADER,
+    HostInput,
+)
 
 
 def split_service(service: str) -> tuple[str, list[str], str]:
@@ -30,11 +38,11 @@ async def serve_shell(phone: PhoneState, stream: Stream) -> None:
     if v2:
 
         async def out(data: bytes) -> None:
-            await stream.write(_V2.pack(ID_STDOUT, len(data)) + data)
+            await stream.write(V2_HEADER.pack(ID_STDOUT, len(data)) + data)
             await stream.flush()
 
         async def err(data: bytes) -> None:
-            await stream.write(_V2.pack(ID_STDERR, len(data)) + data)
+            await stream.write(V2_HEADER.pack(ID_STDERR, len(data)) + data)
             await stream.flush()
 
     else:
@@ -46,33 +54,41 @@ async def serve_shell(phone: PhoneState, stream: Stream) -> None:
         err = out
 
     sh = Shell(phone, out, err)
+    host = HostInput(stream, v2, phone.profile.limits.copy_max_bytes)
+    reader = asyncio.ensure_future(host.run())
 
     async def wait_host_close() -> None:
-        while await stream.read():
-            pass
+        await host.host_closed.wait()
         sh.closed_by_host = True
 
     sh.wait_host_close = wait_host_close
-    if command.strip():
-        status = await sh.run(command)
-    else:
-        status = await _interactive(sh, stream, v2)
-    await sh.flush()
-    if v2:
-        await stream.write(_V2.pack(ID_EXIT, 1) + bytes([status & 0xFF]))
-    await stream.flush()
+    try:
+        if command.strip():
+            sh.host_stdin = host.read_all
+            status = await sh.run(command)
+        else:
+            status = await _interactive(sh, stream, v2, host)
+        await sh.flush()
+        if v2:
+            await stream.write(V2_HEADER.pack(ID_EXIT, 1) + bytes([status & 0xFF]))
+        await stream.flush()
+    finally:
+        reader.cancel()
 
 
-async def _interactive(sh: Shell, stream: Stream, v2: bool) -> int:
-    # No PTY: read lines from the host and run each one, like `sh` reading a pipe.
+async def _interactive(sh: Shell, stream: Stream, v2: bool, host: HostInput | None = None) -> int:
+    """No PTY: read lines from the host and run each one, like `sh` reading a pipe (`host` reads `stream`)."""
+    if host is None:
+        host = HostInput(stream, v2, FsLimits().copy_max_bytes)
+        reader = asyncio.ensure_future(host.run())
+        try:
+            return await _interactive(sh, stream, v2, host)
+        finally:
+            reader.cancel()
     pending = b""
-    packets = bytearray()  # v2: the adb server cuts WRTEs where its reads end, not between packets
     while True:
-        data = await stream.read()
+        data = await host.read_some()
         closed = not data
-        if v2 and data:
-            packets += data
-            data, closed = _stdin_payload(packets)
         pending += data
         while b"\n" in pending or closed and pending:
             line, _, pending = pending.partition(b"\n")
@@ -83,27 +99,3 @@ async def _interactive(sh: Shell, stream: Stream, v2: bool) -> int:
                 await sh.run(text)
         if closed:
             return sh.status
-
-
-def _stdin_payload(packets: bytearray) -> tuple[bytes, bool]:
-    """Stdin bytes of the whole shell-v2 packets at the start of `packets` (taken out of it; a packet still
-    arriving stays), and whether the host closed stdin."""
-    out = bytearray()
-    closed = False
-    at = 0
-    while len(packets) - at >= _V2.size:
-        ident, length = _V2.unpack_from(packets, at)
-        if length > MAX_PAYLOAD:
-            # No client sends such a packet: the input is out of step, so stdin ends here rather than wait for it.
-            packets.clear()
-            return bytes(out), True
-        if len(packets) - at - _V2.size < length:
-            break
-        if ident == ID_STDIN:
-            out += packets[at + _V2.size : at + _V2.size + length]
-        at += _V2.size + length
-        if ident == ID_CLOSE_STDIN:
-            closed = True  # nothing after it is stdin, whether it came in the same WRTE or a later one
-            break
-    del packets[:at]
-    return bytes(out), closed

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from farm.sim import rootfs
 from farm.sim.phone import PhoneState
+from farm.sim.shell_stdin import reads_stdin
 
 Part = tuple[str, bool, bool]
 """(text, expand variables, may glob) — one piece of a word."""
@@ -224,6 +225,9 @@ class Shell:
         self._depth = 0
         self.wait_host_close: Callable[[], Awaitable[None]] | None = None
         """Completes when the host closes the stream (for commands that run until killed)."""
+        self.host_stdin: Callable[[], Awaitable[bytes]] | None = None
+        """The host's stdin to its end (close-stdin or CLSE), for the first command that reads stdin; None when
+        the session has none to give (an interactive shell reads its command lines from it)."""
         self._emit_out = emit_out
         self._emit_err = emit_err
         self._out = bytearray()
@@ -309,7 +313,18 @@ class Shell:
         return self.status
 
     async def _run_pipeline(self, pipeline: Pipeline) -> int:
+        # `self.stdin` on entry is input this shell has not consumed yet (a pipe into `sh -c`): the first command
+        # that reads stdin takes it, else the host's stdin. A command that does not read it leaves it there.
+        pending = self.stdin
         data = b""
+        if self._reads_stdin(pipeline[0]):
+            data, pending = pending, b""
+            if not data and self.host_stdin is not None:
+                try:
+                    data = await self.host_stdin()
+                except OSError as exc:
+                    self.stdin = b""
+                    return self.fail(f"/system/bin/sh: stdin: {exc.strerror}")
         status = 0
         for index, simple in enumerate(pipeline):
             last = index == len(pipeline) - 1
@@ -324,8 +339,16 @@ class Shell:
                 finally:
                     self._captures.pop()
                 data = bytes(cap_out)
-        self.stdin = b""
+        self.stdin = pending
         return status
+
+    def _reads_stdin(self, simple: Simple) -> bool:
+        if any(op == "<" for op, _ in simple.redirects):
+            return False
+        argv = [arg for word in simple.words for arg in self.expand(word)]
+        while argv and "=" in argv[0] and argv[0].split("=", 1)[0].isidentifier():
+            argv.pop(0)
+        return reads_stdin(argv)
 
     def expand(self, word: list[Part]) -> list[str]:
         """Variables, then globbing of unquoted parts that contain `*` or `?`."""

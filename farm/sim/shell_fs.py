@@ -398,7 +398,10 @@ def _noop(sh: Shell, args: list[str]) -> int:
 @command("md5sum")
 def _md5sum(sh: Shell, args: list[str]) -> int:
     status = 0
-    for path in [a for a in args if not a.startswith("-")]:
+    for path in [a for a in args if not a.startswith("-") or a == "-"] or ["-"]:
+        if path == "-":
+            sh.out(f"{hashlib.md5(sh.stdin).hexdigest()}  -\n")  # no operand: stdin, named `-` as toybox does
+            continue
         try:
             with rootfs.open_read(sh.host(path)) as handle:
                 digest = hashlib.md5()

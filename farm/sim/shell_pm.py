@@ -5,6 +5,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
+from farm.sim.features import list_lines
 from farm.sim.profile import PackageInfo
 from farm.sim.shell_core import CMD_SERVICES, Shell, command
 
@@ -135,6 +136,8 @@ def _cmd_package(sh: Shell, args: list[str]) -> int:
         return _pm_list(sh, rest)
     if sub == "path":
         return _pm_path(sh, rest)
+    if sub == "has-feature":
+        return _has_feature(sh, rest)
     if sub in ("clear", "grant", "revoke", "disable-user", "enable", "set-home-activity"):
         if sub == "clear":
             sh.out("Success\n")
@@ -154,6 +157,9 @@ def _cmd_package(sh: Shell, args: list[str]) -> int:
 
 
 def _pm_list(sh: Shell, args: list[str]) -> int:
+    if args and args[0] == "features":
+        sh.out("".join(line + "\n" for line in list_lines(sh.phone.profile.features, sh.phone.profile.gles_version)))
+        return 0
     if not args or args[0] != "packages":
         if args and args[0] == "instrumentation":
             agent = sh.phone.profile.agent
@@ -182,6 +188,22 @@ def uid_of(pkg: PackageInfo) -> int:
 
 
 _uid = uid_of
+
+
+def _has_feature(sh: Shell, args: list[str]) -> int:
+    """PackageManagerShellCommand.runHasFeature: `true`/`false`, status 0/1; an optional version to reach."""
+    if not args:
+        return sh.fail("Error: expected FEATURE name")
+    try:
+        wanted = int(args[1]) if len(args) > 1 else 0
+    except ValueError:
+        return sh.fail(f"Error: illegal version number {args[1]}")
+    found = False
+    for entry in sh.phone.profile.features:
+        name, _, version = entry.partition("=")
+        found = found or name == args[0] and int(version or 0) >= wanted
+    sh.out(f"{str(found).lower()}\n")
+    return 0 if found else 1
 
 
 def _pm_path(sh: Shell, args: list[str]) -> int:

@@ -199,4 +199,14 @@ async def _exec(sh: Shell, args: list[str]) -> int:
 async def _sh(sh: Shell, args: list[str]) -> int:
     if len(args) >= 2 and args[0] == "-c":
         return await sh.run(args[1])
-    return sh.fail("/system/bin/sh: only `sh -c CMD` is supported here", 2)
+    if not args or args[0] == "-s":
+        # The script is the standard input (`adb shell sh < script.sh`).
+        script, sh.stdin = sh.stdin, b""
+        return await sh.run(script.decode("utf-8", "replace"))
+    if args[0].startswith("-"):
+        return sh.fail(f"/system/bin/sh: {args[0]}: unknown option", 2)
+    try:
+        script = sh.phone.read_bytes(sh.device_abs(args[0]), sh.phone.profile.limits.copy_max_bytes)
+    except OSError as exc:
+        return sh.fail(f"/system/bin/sh: {args[0]}: {exc.strerror or 'No such file or directory'}", 127)
+    return await sh.run(script.decode("utf-8", "replace"))
