@@ -299,4 +299,7 @@ def test_a_phone_whose_link_drops_by_its_fault_option_loses_no_unit(virtual_farm
     assert not [r for r in records if r.outcome == "error"]
     for rec in (r for r in records if r.attempt > 1):
         assert rec.extra["tries"][0]["kind"] == "infra"  # type: ignore[index]
-    assert {r.device for r in records} == {steady.serial, dropping.serial}
+    # Which phone finished which unit depends on when the drop lands (on a loaded machine the dropping phone may
+    # finish none): what matters is that both phones' units were finished by one of them.
+    assert {r.device for r in records} <= {steady.serial, dropping.serial} and steady.serial in {
+        r.device for r in records}
