@@ -3,16 +3,19 @@ and the nights of a label (14 nights of 1 000 units) as their matrix and two of 
 
 A synthetic run (500 tasks × 10 phones × 20 repeats, written as `Record`s through `RunStore`, with its task set so
 search covers goals) is served by the viewer's own app (FastAPI TestClient: routing, DuckDB, template, the whole
-answer). Timed: the first run page (reads records.jsonl into the run's DuckDB index), then, warm, the run page, a
-filtered and searched page, page 50, a search over every try, and beside them the run list (its rows come from
-the same index) and a unit page (its record found through the index: `farm.view.unit_lookup`). Each warm figure is
-the median of REPEATS answers. Ratios are against `os.listdir`
-of the runs directory, measured in the same process, so they carry over between machines better than seconds do;
-the stylesheet served through the same client shows how much of a page is the HTTP round trip itself.
+answer). Timed: the first run page (reads records.jsonl into the run's DuckDB index), then, warm, the run page (its
+headline, the first page of its task × phone grid, its failures grouped and its first 100 units), a filtered and
+searched page, page 50, a search over every try, another page of the grid, the failures grouped by category, one
+grid cell's units, and beside them the run list (its rows come from the same index) and a unit page (its record
+found through the index: `farm.view.unit_lookup`). Each warm figure is the median of REPEATS answers. Ratios are
+against `os.listdir` of the runs directory, measured in the same process, so they carry over between machines
+better than seconds do; the stylesheet served through the same client shows how much of a page is the HTTP round
+trip itself.
 
 The nights (their own runs directory: NIGHTS runs labelled `bench-nights`, NIGHT_TASKS tasks on NIGHT_PHONES
-phones each, every 9th unit of a night failing in turn) are timed as the nights page, first (reads every night)
-and warm, two nights' units paired side by side, and one unit's trajectory (25 steps) beside another's.
+phones each, every 9th unit of a night failing in turn) are timed as the nights page, first (reads every night:
+`farm history`'s own reading, timed apart, then each night's unit keys and phone tallies) and warm, two nights'
+units paired side by side, and one unit's trajectory (25 steps) beside another's.
 
 Goal (issue 28): each page answers well under a second, warm: ≤ 1 s.
 
@@ -36,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fastapi.testclient import TestClient  # noqa: E402
 
 from farm import manifest as mf  # noqa: E402
+from farm.report.history_data import load_history  # noqa: E402
 from farm.results.record import CheckResult, Record, RunMetrics, Tokens  # noqa: E402
 from farm.results.store import RunStore  # noqa: E402
 from farm.view.app import create_app  # noqa: E402
@@ -159,6 +163,12 @@ def main() -> None:
         filtered = _median(_get(client, filtered_url, "matching"))
         page50 = _median(_get(client, f"{base}?page=50", "Units 4901–5000 of"))
         searched = _median(_get(client, f"{base}?tries=all&q=item+123+catalogue", "matching"))
+        # The page's task × phone grid and grouped failures: another grid page (tasks ranked by failures over the
+        # whole run), failures grouped another way, and one cell's units (a task on a phone: REPEATS units).
+        grid_page = _median(_get(client, f"{base}?gpage=5", "grid page 5 of"))
+        grouped = _median(_get(client, f"{base}?group=category", "Failures by category"))
+        cell_url = f"{base}?task=task-0001&phone=Pixel+7+%C2%B7+SER03#units"
+        cell = _median(_get(client, cell_url, f"of {UNITS // (TASKS * PHONES)} matching"))
         list_first = _once(_get(client, "/", RUN))
         list_warm = _median(_get(client, "/", RUN), 5)
         unit_first = _once(_get(client, f"{base}units/task-0000.SER00.a1", "task-0000"))
@@ -178,6 +188,9 @@ def main() -> None:
         line("filtered page (fail · write · 2 words searched)", filtered)
         line("page 50 (units 4 901–5 000)", page50)
         line("search over every try (3 words)", searched)
+        line("grid page 5 (tasks 201–250 × 10 phones), warm", grid_page)
+        line("failures grouped by category, warm", grouped)
+        line("one grid cell's units (a task on a phone), warm", cell)
         line("run list, first (the index already built)", list_first)
         line("run list, warm", list_warm)
         line("unit page, first (one scan of records.jsonl)", unit_first)
@@ -192,6 +205,7 @@ def main() -> None:
         nights = TestClient(create_app(nights_dir), base_url="http://127.0.0.1")
         matrix = "/nights?label=bench-nights"
         nights_first = _once(_get(nights, matrix, "Tasks × nights"))
+        history_read = _once(lambda: load_history(nights_dir, label="bench-nights"))
         nights_warm = _median(_get(nights, matrix, "Tasks × nights"), 5)
         pairs_url = "/side?a=night-12&b=night-13"
         pairs_first = _once(_get(nights, pairs_url, "passed in A only"))
@@ -200,6 +214,7 @@ def main() -> None:
         side_warm = _median(_get(nights, side_url, "They part at"), 5)
         print(f"{NIGHTS} nights of {NIGHT_TASKS * NIGHT_PHONES:,} units (label bench-nights)")
         line("nights page, first (reads every night)", nights_first)
+        line("  of which farm history's own reading (load_history)", history_read)
         line("nights page, warm", nights_warm)
         line("two nights' units paired, first (builds 2 indexes)", pairs_first)
         line("two nights' units paired, warm", pairs_warm)
@@ -212,6 +227,9 @@ def main() -> None:
 
         target(f"view: run page of {UNITS:,} units", warm)
         target(f"view: filtered and searched page of {UNITS:,} units", filtered)
+        target(f"view: task × phone grid page of {UNITS:,} units", grid_page)
+        target(f"view: failures grouped, {UNITS:,} units", grouped)
+        target(f"view: a grid cell's units in {UNITS:,}", cell)
         target(f"view: unit page in a run of {UNITS:,} units", unit_warm)
         target(f"view: {UNITS:,} units paired for side by side", paired_warm)
         target(f"view: nights page ({NIGHTS} nights)", nights_warm)

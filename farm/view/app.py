@@ -1,8 +1,8 @@
 """The viewer's routes: the run list (filtered and sorted: `farm.view.run_list`), two runs compared
 (`/compare?a=A&b=B`) and their units side by side (`/side`, `farm.view.side`), a run's page (its headline, report
-files and units filtered, searched and paged: `farm.view.unit_query`), its files, each unit's page
-(`farm.view.unit_page`), the nights of a label (`/nights`, `farm.view.nights`); and the run list and units as JSON
-under `/api/` (each phone by its stable name beside its serial and adb server).
+files, task × phone grid, failures grouped, and units filtered, searched and paged: `farm.view.run_page`), its
+files, each unit's page (`farm.view.unit_page`), the nights of a label (`/nights`, `farm.view.nights`); and the run
+list and units as JSON under `/api/` (each phone by its stable name beside its serial and adb server).
 
 Served on loopback only, read-only, offline: pages are rendered with Jinja2 autoescape (everything shown comes from
 phones, pages and models), filters are plain GET forms, and a Content-Security-Policy allows nothing but the viewer

@@ -25,11 +25,12 @@ from farm.errors import FarmError
 from farm.report.history import HISTORY_FILES, default_out_dir
 from farm.report.history_data import History, load_history
 from farm.report.history_model import TaskCell
+from farm.results.record import Record
 from farm.results.store import RECORDS_FILE
 from farm.view.files import HISTORY_DIR, exists, list_dir
-from farm.view.phones import read_manifest
+from farm.view.phones import phone_ref, read_manifest, run_phones
 from farm.view.unit_index import files_stamp
-from farm.view.units import Unit, cached_units
+from farm.view.units import keyed_records, read_records, record_verdict
 
 _RANK = {"fail": 0, "error": 1, "pass": 2, "skipped": 3}
 
@@ -107,14 +108,14 @@ def _count(c: TaskCell) -> str:
     return f"{text} e{c.errors}" if c.errors else text
 
 
-def _first_units(units: list[Unit]) -> dict[tuple[str, str, str], str]:
+def _first_units(units: list[tuple[str, Record, bool]]) -> dict[tuple[str, str, str], str]:
     best: dict[tuple[str, str, str], tuple[int, str]] = {}
-    for u in units:
-        if not u.latest:
+    for key, rec, latest in units:
+        if not latest:
             continue
-        k, rank = (u.record.lane, u.record.task_id, u.record.instance), _RANK[u.verdict]
+        k, rank = (rec.lane, rec.task_id, rec.instance), _RANK[record_verdict(rec)]
         if k not in best or rank < best[k][0]:
-            best[k] = (rank, u.key)
+            best[k] = (rank, key)
     return {k: v[1] for k, v in best.items()}
 
 
@@ -157,18 +158,22 @@ def build_nights(runs_dir: Path, label: str) -> NightsView:
         if not view.served[run_id] or rel is None:
             continue
         run_dir = runs_dir / rel
-        units = cached_units(run_dir).units
+        # The night's units as its unit pages key them, without looking for each one's run record on disk.
+        records, _ = read_records(run_dir)
+        manifest = read_manifest(run_dir)
+        ids = run_phones(manifest, records)
+        units = keyed_records(records)
         firsts[run_id] = _first_units(units)
         tally: dict[str, tuple[int, int, int]] = {}
-        for u in units:
-            if u.latest and u.record.lane == "android":
-                p, j, e = tally.get(u.record.device, (0, 0, 0))
-                tally[u.record.device] = (p + (u.verdict == "pass"), j + (u.verdict in ("pass", "fail")),
-                                          e + (u.verdict == "error"))
-                servers.setdefault(u.record.device, u.phone.adb_server)
-                names.setdefault(u.record.device, u.phone.phone)
+        for _, rec, latest in units:
+            if latest and rec.lane == "android":
+                verdict, p, j, e = record_verdict(rec), *tally.get(rec.device, (0, 0, 0))
+                tally[rec.device] = (p + (verdict == "pass"), j + (verdict in ("pass", "fail")),
+                                     e + (verdict == "error"))
+                ref = phone_ref(rec.device, ids)
+                servers.setdefault(rec.device, ref.adb_server)
+                names.setdefault(rec.device, ref.phone)
         per: dict[str, tuple[int, int, int] | str] = dict(tally)
-        manifest = read_manifest(run_dir)
         for phone in manifest.phones if manifest is not None else []:
             if phone.status == "left_out":
                 per[phone.serial] = phone.reason or "left out by the health gate"

@@ -1,4 +1,5 @@
-"""What a run's page shows: the run's facts and its one headline, its report files, and a page of its units.
+"""What a run's page shows: the run's facts and its one headline, its report files, the task × phone grid
+(`farm.view.run_grid`), its failures grouped (`farm.view.failure_groups`) and a page of its units.
 
 The headline is the one its current report wrote (`headline.json`, `farm.report.headline.read_headline`); a run
 with no report yet is counted from its records by the headline's own rules (`UnitIndex.headline`), and the page
@@ -15,11 +16,13 @@ from farm.errors import FarmError
 from farm.report.headline import HEADLINE_FILE, headline_text, read_headline
 from farm.report.writers import REPORT_FILES
 from farm.results.store import RECORDS_FILE
+from farm.view.failure_groups import FailureGroups, failure_groups
 from farm.view.files import exists, list_dir
 from farm.view.phones import phones_of
+from farm.view.run_grid import GRID_PHONES, GRID_TASKS, RunGrid, run_grid
 from farm.view.runs import RunSummary, describe, listed_phones
 from farm.view.unit_index import UnitIndex, UnitPage, cached_index
-from farm.view.unit_query import PER_CHOICES, VERDICTS, UnitQuery
+from farm.view.unit_query import GROUPINGS, NONE, PER_CHOICES, VERDICTS, UnitQuery
 
 REPORT_LINKS = (*REPORT_FILES, HEADLINE_FILE)
 """The run's current report files, linked from its page when they exist."""
@@ -43,9 +46,22 @@ class RunView:
     index: UnitIndex | None = None
     """The units' index (None: no records, or they could not be indexed: `problems` says why)."""
     page: UnitPage = field(default_factory=UnitPage)
+    grid: RunGrid | None = None
+    """A page of the task × phone grid (None without an index)."""
+    failures: FailureGroups | None = None
+    """The failures grouped (None without an index)."""
     problems: list[str] = field(default_factory=list)
     verdicts: tuple[str, ...] = VERDICTS
     per_choices: tuple[int, ...] = PER_CHOICES
+    groupings: tuple[str, ...] = GROUPINGS
+    none: str = NONE
+    grid_tasks: int = GRID_TASKS
+    grid_phones: int = GRID_PHONES
+
+    def cell_href(self, task: str, phone: str) -> str:
+        """The units table filtered to one grid cell's units (the grid's page and the grouping kept)."""
+        q = self.query
+        return UnitQuery(task=task, phone=phone, gpage=q.gpage, group=q.group).link() + "#units"
 
 
 def run_view(runs_dir: Path, run: str, query: UnitQuery, tasks_dir: Path | None = None) -> RunView:
@@ -70,6 +86,8 @@ def run_view(runs_dir: Path, run: str, query: UnitQuery, tasks_dir: Path | None 
             devices = view.index.devices
             view.problems.extend(view.index.problems)
             view.page = view.index.page(query)
+            view.grid = run_grid(view.index, query.gpage)
+            view.failures = failure_groups(view.index, query)
             if written is None:
                 summary.headline = view.index.headline()
                 summary.headline_text, view.headline_from = headline_text(summary.headline), "records"

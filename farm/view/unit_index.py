@@ -138,6 +138,9 @@ class UnitIndex:
         self.categories = self._distinct("category")
         self.phones = self._distinct("phone")
         self.outcomes = self._distinct("outcome")
+        self.check_types = self._distinct("check_type")
+        """Types of the first check that did not pass, over every try."""
+        self.end_reasons = self._distinct("end_reason")
         counts = dict(self._fetch("SELECT verdict, count(*) FROM units WHERE latest GROUP BY verdict", []))
         self.verdicts: dict[str, int] = {v: int(counts.get(v, 0)) for v in VERDICTS}
         """Latest tries per verdict."""
@@ -154,7 +157,8 @@ class UnitIndex:
         return self._fetch(sql, values)
 
     def _distinct(self, column: str) -> list[str]:
-        return [str(r[0]) for r in self._fetch(f"SELECT DISTINCT {column} FROM units ORDER BY 1", [])]
+        return [str(r[0]) for r in self._fetch(f"SELECT DISTINCT {column} FROM units WHERE {column} IS NOT NULL"
+                                               " ORDER BY 1", [])]
 
     def identity(self, key: str) -> tuple[tuple[str, str, str, str, int, int], bool] | None:
         """The attempt the unit with this key is — (lane, device, task, instance, repeat, attempt) — and whether it

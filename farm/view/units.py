@@ -47,10 +47,14 @@ class Unit(BaseModel):
     @property
     def verdict(self) -> str:
         """pass, fail, error or skipped, as the headline counts it (before human re-judgement)."""
-        rec = self.record
-        if rec.outcome in ("skipped", "error"):
-            return rec.outcome
-        return "pass" if initial_passed(rec) else "fail"
+        return record_verdict(self.record)
+
+
+def record_verdict(rec: Record) -> str:
+    """A record's verdict: pass, fail, error or skipped, as the headline counts it (before human re-judgement)."""
+    if rec.outcome in ("skipped", "error"):
+        return rec.outcome
+    return "pass" if initial_passed(rec) else "fail"
 
 
 class UnitRow(BaseModel):
@@ -168,20 +172,28 @@ def evidence_of(run_dir: Path, record: Record) -> tuple[str | None, str | None]:
     return record.evidence.strip("/"), None
 
 
-def load_units(run_dir: Path) -> RunUnits:
-    """Every attempt of the run with its key and run record (see the module docstring)."""
-    records, problems = read_records(run_dir)
+def keyed_records(records: list[Record]) -> list[tuple[str, Record, bool]]:
+    """Each of a run's records (`read_records`, in their order) with its unit's key and whether it is its unit's
+    latest try: what a unit is, without the look at its run record on disk that `load_units` adds."""
     latest = {id(r) for r in latest_attempts(records)}
-    phones = run_phones(read_manifest(run_dir), records)
     seen: dict[str, int] = {}
-    units = []
+    out = []
     for rec in records:
         base = unit_key(rec)
         seen[base] = seen.get(base, 0) + 1
-        key = base if seen[base] == 1 else f"{base}-{seen[base]}"
+        out.append((base if seen[base] == 1 else f"{base}-{seen[base]}", rec, id(rec) in latest))
+    return out
+
+
+def load_units(run_dir: Path) -> RunUnits:
+    """Every attempt of the run with its key and run record (see the module docstring)."""
+    records, problems = read_records(run_dir)
+    phones = run_phones(read_manifest(run_dir), records)
+    units = []
+    for key, rec, latest in keyed_records(records):
         evidence, note = evidence_of(run_dir, rec)
         units.append(Unit(key=key, record=rec, phone=phone_ref(rec.device, phones), evidence=evidence,
-                          evidence_note=note, latest=id(rec) in latest))
+                          evidence_note=note, latest=latest))
     return RunUnits(units=units, problems=problems)
 
 

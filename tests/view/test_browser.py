@@ -2,7 +2,9 @@
 its report, a failed unit's trajectory stepped through, at 1400 px and 480 px, offline; on a synthetic run of
 250 units: the run list, the run page filtered to failures through its form, a unit opened; and on three nights of
 one label: failures of one category, a word of a goal searched, a unit stepped through with ← →, its tap drawn on
-its screenshot, two runs side by side with their divergence, the nights matrix followed to a unit."""
+its screenshot, two runs side by side with their divergence, the nights matrix followed to a unit; and with script
+off, a cell of the run page's task × phone grid followed to its unit and a collapsed failure group opened and
+followed."""
 
 from __future__ import annotations
 
@@ -231,6 +233,46 @@ def test_in_chromium_a_team_reads_its_nights_from_a_run_to_a_unit_side_by_side_a
             cell.click()
             page.wait_for_url(f"{base}runs/n3/units/calc-mult.G1.a2")
             assert page.locator("h1").inner_text() == "calc-mult fail"
+        finally:
+            context.close()
+    foreign = [url for url in requested if not url.startswith(base)]
+    assert requested and foreign == [], foreign
+
+
+def test_in_chromium_without_script_a_grid_cell_opens_its_unit_and_a_failure_group_opens(
+    chromium_browser: Browser, tmp_path: Path
+) -> None:
+    runs, tasks = tmp_path / "runs", tmp_path / "tasks"
+    make_wide_run(runs, tasks, 250)
+    requested: list[str] = []
+    with ViewServer(runs, port=0, tasks_dir=tasks) as server:
+        base = server.url
+        # Script off: the grid's links and the groups' <details> are plain HTML.
+        context = chromium_browser.new_context(viewport={"width": 480, "height": 900}, java_script_enabled=False)
+        try:
+            page = context.new_page()
+            page.on("request", lambda request: requested.append(request.url))
+            page.goto(f"{base}runs/{WIDE}/")
+            _fits(page, "the run page with its grid at 480 px")
+            row = page.locator("table.matrix.grid tr", has_text="task-000")
+            cell = row.locator("td.c-fail a")
+            assert cell.inner_text() == "0/1"
+            cell.click()
+            page.wait_for_url(f"{base}runs/{WIDE}/units/task-000.SER1.a1")
+            assert page.locator("h1").inner_text() == "task-000 fail"
+            page.go_back()
+            page.wait_for_url(f"{base}runs/{WIDE}/")
+            group = page.locator("details.group").first
+            first = group.locator("li a").first
+            assert group.get_attribute("open") is None and not first.is_visible()
+            assert "answer_regex" in group.locator("summary").inner_text()
+            group.locator("summary").click()
+            assert group.get_attribute("open") is not None and first.is_visible()
+            task = first.inner_text()
+            first.click()
+            page.wait_for_url(f"**/runs/{WIDE}/units/{task}.*")
+            assert page.locator("h1").inner_text() == f"{task} fail"
+            assert "answer_regex" in page.locator("table.checks").inner_text()
         finally:
             context.close()
     foreign = [url for url in requested if not url.startswith(base)]

@@ -120,3 +120,31 @@ def test_history_html_served_by_the_viewer_opens_the_same_units_through_its_rela
     # The same file elsewhere is text, never a page.
     (runs / "n1" / "android" / "history.html").write_text("<h1>x</h1>", encoding="utf-8")
     assert client.get("/runs/n1/android/history.html").headers["content-type"].startswith("text/plain")
+
+
+def test_cells_and_phone_health_read_without_the_unit_pages_reader_agree_with_it(tmp_path: Path) -> None:
+    """The nights page keys a night's units without looking at their run records on disk; its links are still the
+    unit pages' keys when two devices' keys collide, an attempt was written twice and a unit was tried again."""
+    from farm.results.record import Record
+    from farm.results.store import RECORDS_FILE, append_records
+    from farm.view.units import load_units
+    from tests.helpers.records import record
+
+    recs: list[Record] = [record("t", run="n1", device="127.0.0.1:5555", passed=True),
+                          record("t", run="n1", device="127.0.0.1_5555", passed=False),
+                          record("u", run="n1", device="P1", outcome="error", passed=False),
+                          record("u", run="n1", device="P1", attempt=2, passed=False)]
+    run_dir = write_night(tmp_path, "n1", recs, day=1, phones=[("P1", "Pixel 8")])
+    append_records(run_dir / RECORDS_FILE, [recs[0].model_copy(update={"passed": False, "outcome": "failed"})])
+    client = TestClient(create_app(tmp_path), base_url="http://127.0.0.1")
+    page = client.get("/nights?label=nightly").text
+    links = dict(re.findall(r'<a href="/runs/n1/units/([^"]+)" title="(\w+) on n1">', page))
+    units = {u.key: u for u in load_units(run_dir).units}
+    # t: both devices' units failed (the first line was superseded); the first of them in file order opens.
+    first_t = next(u for u in units.values() if u.record.task_id == "t" and u.verdict == "fail")
+    assert links == {first_t.key: "t", "u.P1.a2": "u"}
+    assert client.get(f"/runs/n1/units/{first_t.key}").status_code == 200
+    # Each phone by the name the unit pages give it (a phone only the records name: `device · <short serial>`).
+    names = {u.record.device: u.phone.phone for u in units.values()}
+    assert _matrix(page, "health")[1:] == [[f"{names[d]} {d} on ?", "0/1"] for d in
+                                           sorted(names, key=lambda d: (names[d], d))]
