@@ -18,12 +18,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from goals import goal  # noqa: E402
+
 from farm.manifest import Manifest, PhoneEntry, utc_now  # noqa: E402
 from farm.report.aggregate import Aggregation, aggregate  # noqa: E402
 from farm.report.junit import write_junit  # noqa: E402
 from farm.report.writers import write_csv, write_reports  # noqa: E402
+from farm.results import duck  # noqa: E402
 from farm.results.stats import wilson  # noqa: E402
-from farm.results.store import RunStore
+from farm.results.store import RunStore  # noqa: E402
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
 GOAL_S = 3.0
@@ -87,8 +90,8 @@ def main() -> None:
         t0 = time.perf_counter()
         loop = plain_loop(run_dir / "records.jsonl")
         t_loop = time.perf_counter() - t0
-        duck = {r.key: (r.attempted, r.passed) for r in agg.data.by_category}
-        assert duck == loop, (duck, loop)
+        by_duck = {r.key: (r.attempted, r.passed) for r in agg.data.by_category}
+        assert by_duck == loop, (by_duck, loop)
         total = t_agg + t_write
         cold = cold_agg + cold_write
         print(f"records: {N:,} ({size:.0f} MB JSONL, generated in {gen:.1f} s)")
@@ -96,8 +99,7 @@ def main() -> None:
               f"  (aggregate {cold_agg:.2f} s + write {cold_write:.2f} s)")
         print(f"aggregate (DuckDB + stats):        {t_agg:6.2f} s")
         print(f"write report.md/html/junit/csv:    {t_write:6.2f} s")
-        print(f"full report:                       {total:6.2f} s   goal ≤ {GOAL_S:.0f} s  "
-              f"{'OK' if total <= GOAL_S else 'OVER'}")
+        print(f"full report (cache read):          {total:6.2f} s")
         print(f"plain json loop, category table:   {t_loop:6.2f} s")
         t_junit, peak, size_junit, t_csv = _junit(agg, run_dir)
         print(f"junit.xml alone:                   {t_junit:6.2f} s   ({size_junit:.0f} MB,"
@@ -105,6 +107,12 @@ def main() -> None:
         print(f"scores.csv alone (DuckDB COPY):    {t_csv:6.2f} s   ratio junit / csv {t_junit / t_csv:.1f}")
         print(f"ratio aggregate / plain loop:      {t_agg / t_loop:6.2f}  (full report / loop {total / t_loop:.2f},"
               f" first report / loop {cold / t_loop:.2f})")
+        agg.con.close()
+        print(f"parse + cache build alone:         {_parse(run_dir):6.2f} s   (part of the first report)")
+        who = f"{N // 1000:,}k records" if N < 1_000_000 else f"{N / 1e6:g} M records"
+        for what, seconds in (("first report (parse + cache)", cold), ("cached report", total)):
+            goal(f"{what}, {who}", f"{seconds:.2f} s", f"≤ {GOAL_S:g} s", seconds <= GOAL_S,
+                 f"{seconds:.2f} s > {GOAL_S:g} s")
 
 
 def _junit(agg: Aggregation, run_dir: Path) -> tuple[float, float, float, float]:
@@ -124,6 +132,22 @@ def _junit(agg: Aggregation, run_dir: Path) -> tuple[float, float, float, float]
     finally:
         tracemalloc.stop()
     return seconds, peak / 1e6, (run_dir / "junit-timed.xml").stat().st_size / 1e6, csv_seconds
+
+
+def _parse(run_dir: Path) -> float:
+    """The part of a first report that reads the JSONL and builds its cache, timed once more on its own."""
+    import shutil
+
+    import duckdb
+
+    shutil.rmtree(duck.cache_path(run_dir).parent)
+    con = duckdb.connect(":memory:")
+    try:
+        t0 = time.perf_counter()
+        duck.report_records(con, [run_dir])
+        return time.perf_counter() - t0
+    finally:
+        con.close()
 
 
 def _report(run_dir: Path, out: str) -> tuple[float, float]:

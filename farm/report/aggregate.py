@@ -380,12 +380,18 @@ GROUP_WHY = 5
 def failure_groups(con: duckdb.DuckDBPyConnection, failures: Sequence[TaskRow]) -> tuple[list[FailureGroup], int]:
     """The attempts that did not pass, by task (first LIST_CAP tasks, most phones failed first), each with what
     failed and how often (`farm.report.why`), and where its unit rows are in `failures`; and how many tasks."""
+    # The groups are ranked by their failures alone, so only the failed attempts are grouped to rank them; the
+    # phones each listed group ran on are then counted for those LIST_CAP groups only, not for every task.
+    order = "phones_failed DESC, units_failed DESC, category, task_id, run"
     con.execute(
-        "CREATE OR REPLACE TEMP TABLE failure_groups AS SELECT run, task_id, coalesce(category, '') AS category,"
-        " count(DISTINCT device) FILTER (WHERE NOT final) AS phones_failed, count(DISTINCT device) AS phones_run,"
-        " count(*) FILTER (WHERE NOT final) AS units_failed, count(*) OVER () AS total"
-        f" FROM shown WHERE {_NOT_SKIPPED} GROUP BY ALL HAVING count(*) FILTER (WHERE NOT final) > 0"
-        f" ORDER BY phones_failed DESC, units_failed DESC, category, task_id, run LIMIT {LIST_CAP}"
+        "CREATE OR REPLACE TEMP TABLE failure_groups AS WITH failed AS (SELECT run, task_id,"
+        " coalesce(category, '') AS category, count(DISTINCT device) AS phones_failed, count(*) AS units_failed,"
+        f" count(*) OVER () AS total FROM shown WHERE {_NOT_SKIPPED} AND NOT final GROUP BY ALL"
+        f" ORDER BY {order} LIMIT {LIST_CAP}),"
+        " ran AS (SELECT run, task_id, coalesce(category, '') AS category, count(DISTINCT device) AS phones_run"
+        f" FROM shown WHERE {_NOT_SKIPPED} AND (run, task_id) IN (SELECT run, task_id FROM failed) GROUP BY ALL)"
+        " SELECT run, task_id, category, phones_failed, phones_run, units_failed, total"
+        f" FROM failed JOIN ran USING (run, task_id, category) ORDER BY {order}"
     )
     groups = {
         (run, task): FailureGroup(run=run, task_id=task, category=category, phones_failed=pf, phones_run=pr,

@@ -20,6 +20,7 @@ from web_bench.webvoyager.model import AgentResult, JudgeVerdict, ModelCall, Tas
 from web_bench.webvoyager.model_setup import ModelSetup
 from web_bench.webvoyager.plan import WorkItem
 from web_bench.webvoyager.run import Prepared, next_view
+from web_bench.webvoyager.spares import Spares
 
 Halt = Literal["quota", "service_unavailable", "auth", "interrupted"]
 _HALTING: dict[str, Halt] = {"quota": "quota", "service_unavailable": "service_unavailable", "auth": "auth"}
@@ -54,8 +55,10 @@ class Dispatcher:
     """Runs the plan's items on `concurrency` threads, each agent attempt in its own worker process."""
 
     def __init__(self, prepared: Prepared, clients: Clients, settings: AgentSettings, *,
-                 on_progress: Callable[[str], None], cancel: threading.Event, environ: Mapping[str, str]) -> None:
+                 on_progress: Callable[[str], None], cancel: threading.Event, environ: Mapping[str, str],
+                 spares: Spares | None = None) -> None:
         self.p = prepared
+        self.spares = spares
         self.environ = environ
         self.clients = clients
         self.settings = settings
@@ -95,7 +98,7 @@ class Dispatcher:
             har = Path(settings.har_path) / f"{task.task_id}.har"
             settings = settings.model_copy(update={"har_path": str(har)})
         self.on_progress(f"{task.task_id}: attempt {item.attempt} started ({item.kind})")
-        result = run_in_child(task, item.attempt, attempt_dir, settings, cancel=self.cancel)
+        result = run_in_child(task, item.attempt, attempt_dir, settings, cancel=self.cancel, spares=self.spares)
         result = self._unmask_quota(result)
         view = next_view(task, result, self.views.get(task.task_id))
         self._commit(view, "rerun" if item.kind == "rerun" else ("recovery" if item.kind != "new" else "agent"))

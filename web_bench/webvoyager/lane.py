@@ -27,6 +27,7 @@ from web_bench.webvoyager.options import RunOptions
 from web_bench.webvoyager.plan import Plan
 from web_bench.webvoyager.records import INFRA_KINDS, to_record
 from web_bench.webvoyager.run import LANE_DIR, Prepared, environ_or, new_manifest, plan_lines, prepare
+from web_bench.webvoyager.spares import Spares
 
 if TYPE_CHECKING:
     from web_bench.webvoyager.agent import AgentSettings
@@ -130,22 +131,27 @@ def _run_locked(prepared: Prepared, agent: ModelSetup, judge: ModelSetup | None,
     from web_bench.webvoyager.execute import Clients, Dispatcher
 
     opts = prepared.opts
-    refused = _preflight(prepared, agent, judge, env)
-    if refused is not None:
-        return refused
-    _start(prepared, manifest)
+    # The first workers start importing while the service is checked (they read no credential before their task).
+    attempts = len(prepared.plan.agent_items())
+    spares = Spares(settings.llm.provider, attempts) if attempts else None
     judge_client = None
     cancel = threading.Event()
     try:
+        refused = _preflight(prepared, agent, judge, env)
+        if refused is not None:
+            return refused
+        _start(prepared, manifest)
         if judge is not None and prepared.plan.items:
             from farm.llm.client import make_client
 
             judge_client = make_client(judge.llm, environ=env)
         dispatcher = Dispatcher(prepared, Clients(agent=agent, judge=judge, judge_client=judge_client), settings,
-                                on_progress=on_progress, cancel=cancel, environ=env)
+                                on_progress=on_progress, cancel=cancel, environ=env, spares=spares)
         with stop_on_signals(cancel, lambda name: on_progress(f"{name}: stopping; running tasks record what they had")):
             dispatcher.run()
     finally:
+        if spares is not None:
+            spares.close()
         if judge_client is not None:
             judge_client.close()
     views = dispatcher.views

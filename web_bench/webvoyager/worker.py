@@ -6,7 +6,8 @@ nothing still leaves a result: the parent's observed interval, marked as such.
 
 The worker (`main`) makes the attempt (`agent.run_attempt`) and writes result.json; exit status 0 means
 result.json is there. SIGTERM or SIGINT stops the attempt: the trace gets an `interrupted` event and
-result.json says `error_kind: interrupted`.
+result.json says `error_kind: interrupted`. A worker may also be started ahead of its attempt and handed the
+attempt directory when it is known (`spares`); from then on it is the same worker.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from farm.fsutil import atomic_write_text
 from farm.manifest import utc_now
 from web_bench.webvoyager.agent import AgentSettings, run_attempt
 from web_bench.webvoyager.model import AgentResult, ErrorKind, WvTask
+from web_bench.webvoyager.spares import SPARE_FLAG, Spares, await_attempt
 
 WORKER_INPUT = "worker.json"
 
@@ -101,38 +103,51 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-def run_in_child(
-    task: WvTask, attempt: int, attempt_dir: Path, settings: AgentSettings, *, cancel: threading.Event,
-) -> AgentResult:
-    """Run one attempt in a worker process (its own Chromium) and return its result.
-
-    `cancel` (Ctrl-C, SIGTERM of the run) stops the worker at once; the worker then records an interrupted
-    result itself when it still can.
-    """
-    attempt_dir.mkdir(parents=True, exist_ok=True)
-    write_worker_input(attempt_dir, task, attempt, settings)
-    started_at = utc_now()
-    began = time.monotonic()
+def _start(attempt_dir: Path, spares: Spares | None) -> subprocess.Popen[bytes]:
+    """The attempt's worker: a spare handed the attempt, or a worker started for it."""
+    proc = spares.hand_over(attempt_dir) if spares is not None else None
+    if proc is not None:
+        return proc
     log = (attempt_dir / "worker.log").open("ab")
     try:
         # Its own process group, so stopping it also stops its Chromium and Playwright driver.
-        proc = subprocess.Popen(  # noqa: S603 - our own module, no shell
+        return subprocess.Popen(  # noqa: S603 - our own module, no shell
             [sys.executable, "-m", "web_bench.webvoyager.worker", str(attempt_dir)],
             stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True,
         )
     finally:
         log.close()
+
+
+def run_in_child(
+    task: WvTask, attempt: int, attempt_dir: Path, settings: AgentSettings, *, cancel: threading.Event,
+    spares: Spares | None = None,
+) -> AgentResult:
+    """Run one attempt in a worker process (its own Chromium) and return its result.
+
+    `cancel` (Ctrl-C, SIGTERM of the run) stops the worker at once; the worker then records an interrupted
+    result itself when it still can. `spares`: workers already started, one of which takes the attempt.
+    """
+    attempt_dir.mkdir(parents=True, exist_ok=True)
+    write_worker_input(attempt_dir, task, attempt, settings)
+    started_at = utc_now()
+    began = time.monotonic()
+    proc = _start(attempt_dir, spares)
     deadline = began + settings.timeout_ms / 1000.0 + GRACE_S
     killed_for: str | None = None
     try:
-        while proc.poll() is None:
+        while True:
+            try:
+                proc.wait(0.1)  # returns as soon as the worker exits; the checks below run every 0.1 s
+                break
+            except subprocess.TimeoutExpired:
+                pass
             if cancel.is_set():
                 killed_for = "interrupted"
                 break
             if time.monotonic() >= deadline:
                 killed_for = "timeout"
                 break
-            time.sleep(0.1)
     finally:
         _stop(proc)
     result = read_result(attempt_dir)
@@ -161,10 +176,16 @@ def run_in_child(
 def main(argv: list[str] | None = None) -> int:
     """Run the attempt of ATTEMPT_DIR; 0 when result.json was written, 2 on a bad input, 1 otherwise."""
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
+    if len(args) == 2 and args[0] == SPARE_FLAG:
+        handed = await_attempt(args[1])
+        if handed is None:
+            return 0  # not needed after all
+        attempt_dir = handed
+    elif len(args) == 1:
+        attempt_dir = Path(args[0])
+    else:
         print("usage: python -m web_bench.webvoyager.worker ATTEMPT_DIR", file=sys.stderr)
         return EXIT_BAD_INPUT
-    attempt_dir = Path(args[0])
     cancel = threading.Event()
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -183,5 +204,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if (attempt_dir / "result.json").exists() else 1
 
 
+def _exit(status: int) -> None:
+    """End the worker process as soon as its files are written: its result, trace and session are closed, its
+    browser and driver stopped, so the interpreter's teardown (a few hundred milliseconds of freeing objects) would
+    only delay the scheduler's next step."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    _exit(main())
