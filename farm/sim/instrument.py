@@ -13,6 +13,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from farm.sim import system_log
 from farm.sim.apps.simagent import Attempt, EvalOptions, EvalTree, attempt, select
 
 if TYPE_CHECKING:
@@ -168,9 +169,11 @@ async def run_instrument(phone: PhoneState, argv: list[str]) -> AsyncGenerator[b
     numtests = len(tasks)
     failures: list[tuple[str, str]] = []
     ignored = 0
+    system_log.test_runner(phone, agent.test_package, f"run started: {numtests} tests")
     for i, task in enumerate(tasks):
         tid = str(task.get("id", f"task{i}"))
         base = {"class": cls, "current": str(i + 1), "id": RUNNER_ID, "numtests": str(numtests), "test": tid}
+        system_log.test_runner(phone, agent.test_package, f"started: {tid}({cls})")
         yield rep.status({**base, "stream": f"\n{cls}:" if i == 0 else ""}, 1)
         if faults.instrument_stop_after_tasks is not None and i >= faults.instrument_stop_after_tasks:
             await asyncio.Event().wait()  # the device went away: no more output, ever
@@ -195,7 +198,11 @@ async def run_instrument(phone: PhoneState, argv: list[str]) -> AsyncGenerator[b
             stack = f"{kind}: {att.reason}\n" + _STACK_TAIL.format(cls=cls, test=tid, line=120 + i)
             if att.status == -2:
                 failures.append((f"{tid}({cls})", stack))
+                system_log.test_runner(phone, agent.test_package, f"failed: {tid}({cls})", failed=True)
             yield rep.status({**base, "stack": stack, "stream": f"\nError in {tid}({cls}):\n{stack}"}, att.status)
+        system_log.test_runner(phone, agent.test_package, f"finished: {tid}({cls})")
+    system_log.test_runner(phone, agent.test_package,
+                       f"run finished: {numtests - ignored} tests, {len(failures)} failed, {ignored} ignored")
     yield rep.result({"stream": _result_stream(numtests - ignored, failures, time.monotonic() - began)}, -1)
 
 

@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from farm.sim import rootfs
 from farm.sim.audio import default_volumes
+from farm.sim.logbuf import LogBuffer
 from farm.sim.profile import PhoneProfile, default_profile
 from farm.sim.rootfs import STORAGE, PathEscapeError, canonical, resolve
 
@@ -78,6 +79,8 @@ class PhoneState:
         self.reverse_forwards: list[str] = []
         self.link_drops = 0
         """How many times a disconnect fault dropped the link (each fires once; reconnects are healthy)."""
+        self.logs = LogBuffer()
+        """The phone's log (logd's rings): `log` and the system write it, `logcat` reads it."""
         self.u2_server_streams = 0
         """Open `app_process … com.wetest.uia2.Main` shells; tcp:9008 answers only while > 0."""
         self.serial: str = ""

@@ -5,7 +5,17 @@ from __future__ import annotations
 import asyncio
 
 # Imported for their side effect: each registers its commands.
-from farm.sim import shell_content, shell_fs, shell_net, shell_pm, shell_stat, shell_sys, shell_text  # noqa: F401
+from farm.sim import (  # noqa: F401
+    shell_content,
+    shell_fs,
+    shell_log,
+    shell_net,
+    shell_pm,
+    shell_screenrecord,
+    shell_stat,
+    shell_sys,
+    shell_text,
+)
 from farm.sim.adbd import Stream
 from farm.sim.phone import PhoneState
 from farm.sim.profile import FsLimits

@@ -219,6 +219,9 @@ class Shell:
             "TMPDIR": "/data/local/tmp",
         }
         self.status = 0
+        self.positional: list[str] = []
+        """`$1`… of the script running (`sh FILE ARGS`, `sh -c CMD NAME ARGS`); `$0` is `argv0`."""
+        self.argv0 = "/system/bin/sh"
         self.stdin = b""
         self.closed_by_host = False
         self.exit_requested = False
@@ -382,10 +385,13 @@ class Shell:
                 if nxt == "?":
                     out.append(str(self.status))
                     i += 2
+                elif nxt.isdigit() or nxt in "#*@":
+                    out.append(self._param(nxt))
+                    i += 2
                 elif nxt == "{":
                     j = text.find("}", i)
                     name = text[i + 2 : j] if j > 0 else ""
-                    out.append(self.env.get(name, ""))
+                    out.append(self._param(name))
                     i = j + 1 if j > 0 else len(text)
                 elif nxt.isalnum() or nxt == "_":
                     j = i + 1
@@ -400,6 +406,17 @@ class Shell:
                 out.append(c)
                 i += 1
         return "".join(out)
+
+    def _param(self, name: str) -> str:
+        """A variable, or a positional parameter (`0`, `1`…, `#`, `*`, `@` — `@` joined like `*`)."""
+        if name.isdigit():
+            n = int(name)
+            return self.argv0 if n == 0 else self.positional[n - 1] if n <= len(self.positional) else ""
+        if name == "#":
+            return str(len(self.positional))
+        if name in ("*", "@"):
+            return " ".join(self.positional)
+        return self.env.get(name, "")
 
     def _glob(self, pattern: str) -> list[str]:
         absolute = pattern.startswith("/")

@@ -143,6 +143,8 @@ def reads_stdin(argv: list[str]) -> bool:
         return not operands if "-e" in args else len(operands) <= 1  # without -e the first operand is the pattern
     if name == "sh":
         return not args or args[0] == "-s"
+    if name == "log":
+        return not operands  # toybox logs each line of stdin when it has no message
     return False
 
 
@@ -150,7 +152,7 @@ def _operands(name: str, args: list[str]) -> list[str]:
     out: list[str] = []
     it = iter(args)
     for arg in it:
-        if name in ("head", "tail") and arg in ("-n", "-c"):
+        if name in ("head", "tail") and arg in ("-n", "-c") or name == "log" and arg in ("-b", "-p", "-t"):
             next(it, None)
         elif name == "grep" and arg == "-e":
             next(it, None)

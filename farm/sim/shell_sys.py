@@ -12,7 +12,9 @@ from farm.sim import (
     notifications,
     radios,  # noqa: F401 - registers svc, cmd connectivity and cmd media_session
     rootfs,
+    system_log,
 )
+from farm.sim.logbuf import app_pid
 from farm.sim.phone import PhoneState
 from farm.sim.shell_core import Shell, async_command, command
 from farm.sim.shell_pm import Intent, dumpsys_package, parse_intent, query, short_component
@@ -163,7 +165,7 @@ def _power(sh: Shell) -> str:
 def _activity(sh: Shell, what: str) -> str:
     pkg, activity = foreground(sh.phone)
     short = short_component(pkg, activity)
-    pid = 4000 + sum(pkg.encode()) % 5000
+    pid = app_pid(pkg)
     if what == "top":
         return f"TASK 12 id=12 userId=0\n  ACTIVITY {short} 5e1b2a pid={pid}\n"
     return (
@@ -281,10 +283,16 @@ def _input(sh: Shell, args: list[str]) -> int:
     return 0
 
 
-def _launch(sh: Shell, package: str, activity: str | None) -> bool:
-    if not _ui_available(sh.phone):
-        return sh.phone.profile.package(package) is not None
-    return bool(sh.phone.ui.launch(package, activity))
+def _launch(sh: Shell, package: str, activity: str | None, intent: Intent | None = None) -> bool:
+    info = sh.phone.profile.package(package)
+    started = info is not None if not _ui_available(sh.phone) else bool(sh.phone.ui.launch(package, activity))
+    target = activity or (info.full_activity(info.launcher_activity) if info and info.launcher_activity else None)
+    if started and target:
+        launcher = Intent("android.intent.action.MAIN", ("android.intent.category.LAUNCHER",))
+        parts = _parts(intent or launcher, "0x10000000" if intent else "0x10200000")
+        parts.append(f"cmp={short_component(package, target)}")
+        system_log.activity_started(sh.phone, " ".join(parts), short_component(package, target))
+    return started
 
 
 @command("monkey")
@@ -300,7 +308,8 @@ def _monkey(sh: Shell, args: list[str]) -> int:
     return 0
 
 
-def _describe(intent: Intent) -> str:
+def _parts(intent: Intent, flags: str | None = None) -> list[str]:
+    """Intent.toShortString's fields before the component (`flg=` only once the activity manager set it)."""
     parts = []
     if intent.action:
         parts.append(f"act={intent.action}")
@@ -308,6 +317,13 @@ def _describe(intent: Intent) -> str:
         parts.append("cat=[" + ",".join(intent.categories) + "]")
     if intent.data:
         parts.append(f"dat={intent.data}")
+    if flags:
+        parts.append(f"flg={flags}")
+    return parts
+
+
+def _describe(intent: Intent) -> str:
+    parts = _parts(intent)
     if intent.component:
         pkg, _, cls = intent.component.partition("/")
         parts.append(f"cmp={short_component(pkg, cls)}")
@@ -326,7 +342,7 @@ def _am_start(sh: Shell, args: list[str]) -> int:
         sh.err(f"Error: Activity not started, unable to resolve {_describe(intent)}\n")
         return 1
     pkg, activity = found[0]
-    _launch(sh, pkg.name, pkg.full_activity(activity))
+    _launch(sh, pkg.name, pkg.full_activity(activity), intent)
     return 0
 
 
@@ -339,6 +355,8 @@ async def _am(sh: Shell, args: list[str]) -> int:
         names = [a for a in rest if not a.startswith("-") and a != "0"]
         if names and _ui_available(sh.phone):
             sh.phone.ui.force_stop(names[-1])
+        if names and sh.phone.profile.package(names[-1]) is not None:
+            system_log.force_stopped(sh.phone, names[-1], sh.phone.logs.new_pid())
         return 0
     if sub == "broadcast":
         intent, _, _ = parse_intent(rest)
@@ -431,7 +449,7 @@ def _ime(sh: Shell, args: list[str]) -> int:
     return 0
 
 
-@command("locksettings", "reboot", "logcat", "pidof_ignore")
+@command("locksettings", "reboot", "pidof_ignore")
 def _quiet(sh: Shell, args: list[str]) -> int:
     return 0
 
@@ -439,7 +457,7 @@ def _quiet(sh: Shell, args: list[str]) -> int:
 def _processes(sh: Shell) -> list[tuple[str, int, str]]:
     procs = [("root", 1, "init"), ("system", 900, "system_server"), ("u0_a100", 1800, "com.android.systemui")]
     pkg, _ = foreground(sh.phone)
-    procs.append(("u0_a123", 4000 + sum(pkg.encode()) % 5000, pkg))
+    procs.append(("u0_a123", app_pid(pkg), pkg))
     if sh.phone.u2_server_streams:
         procs.append(("shell", 7777, "com.wetest.uia2.Main"))
     return procs

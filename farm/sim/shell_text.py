@@ -198,7 +198,7 @@ async def _exec(sh: Shell, args: list[str]) -> int:
 @async_command("sh")
 async def _sh(sh: Shell, args: list[str]) -> int:
     if len(args) >= 2 and args[0] == "-c":
-        return await sh.run(args[1])
+        return await _with_positional(sh, args[2:3] or [sh.argv0], args[3:], args[1])
     if not args or args[0] == "-s":
         # The script is the standard input (`adb shell sh < script.sh`).
         script, sh.stdin = sh.stdin, b""
@@ -209,4 +209,14 @@ async def _sh(sh: Shell, args: list[str]) -> int:
         script = sh.phone.read_bytes(sh.device_abs(args[0]), sh.phone.profile.limits.copy_max_bytes)
     except OSError as exc:
         return sh.fail(f"/system/bin/sh: {args[0]}: {exc.strerror or 'No such file or directory'}", 127)
-    return await sh.run(script.decode("utf-8", "replace"))
+    return await _with_positional(sh, args[:1], args[1:], script.decode("utf-8", "replace"))
+
+
+async def _with_positional(sh: Shell, argv0: list[str], positional: list[str], script: str) -> int:
+    """Run `script` with `$0` and `$1`… set, as the child shell would have them (restored afterwards)."""
+    saved = sh.argv0, sh.positional
+    sh.argv0, sh.positional = argv0[0], positional
+    try:
+        return await sh.run(script)
+    finally:
+        sh.argv0, sh.positional = saved

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import struct
 import subprocess
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -90,3 +92,28 @@ def raw_host(phone: SimPhone) -> socket.socket:
     sock.sendall(packet(A_CNXN, 0x01000001, 1 << 20, b"host::features=shell_v2\0"))
     assert read_packet(sock)[0] == A_CNXN
     return sock
+
+
+# -- streaming logcat readers on the phone, to prove a closed stream leaves nothing behind --
+def wait_until(predicate: Callable[[], bool], what: str, timeout_s: float = 15.0) -> None:
+    """Poll `predicate` until it holds; fail naming `what` after `timeout_s` (a bound, never a timing goal)."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def phone_loop(phone: SimPhone) -> asyncio.AbstractEventLoop:
+    """The event loop serving the phone, taken from a streaming reader that is waiting on its log."""
+    wait_until(lambda: bool(phone.state.logs.waiters), "a streaming logcat to wait for new entries")
+    return next(iter(phone.state.logs.waiters))[0]
+
+
+def logcat_tasks(loop: asyncio.AbstractEventLoop) -> list[str]:
+    """Tasks on the phone's loop that belong to a streaming logcat (its wait for entries or for the host)."""
+
+    async def names() -> list[str]:
+        return [repr(t) for t in asyncio.all_tasks() if "wait_new" in repr(t) or "wait_host_close" in repr(t)]
+
+    return asyncio.run_coroutine_threadsafe(names(), loop).result(5)

@@ -4,13 +4,15 @@ logcat, forward, jdwp-free refusals, push/pull of a large tree, a user build's a
 from __future__ import annotations
 
 import hashlib
+import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from PIL import Image
 
-from farm.sim.launcher import SimPhone, free_port
-from tests.sim.clients import adb
+from farm.sim.launcher import SimPhone, adb_binary, free_port
+from tests.sim.clients import adb, wait_until
 
 
 def test_exec_in_and_exec_out(virtual_phone: SimPhone, tmp_path: Path) -> None:
@@ -39,8 +41,22 @@ def test_shell_exit_status_and_stderr(virtual_phone: SimPhone) -> None:
 
 
 def test_logcat_dump_ends(virtual_phone: SimPhone) -> None:
+    adb(virtual_phone, "shell", "log -t Cli before")
+    assert b"I Cli     : before\n" in adb(virtual_phone, "logcat", "-d").stdout
     assert adb(virtual_phone, "logcat", "-c").returncode == 0
+    assert adb(virtual_phone, "logcat", "-d").stdout == b""
     assert adb(virtual_phone, "logcat", "-d", "-b", "crash").returncode == 0
+
+
+def test_logcat_streams_until_the_client_gives_up(virtual_phone: SimPhone) -> None:
+    adb(virtual_phone, "shell", "log -t Cli first")
+    cmd = [adb_binary(), "-P", str(virtual_phone.adb_port), "-s", virtual_phone.serial, "logcat", "-v", "raw",
+           "-s", "Cli"]
+    # Without -d logcat never ends by itself: the client's timeout ends it (and kills the adb client).
+    with pytest.raises(subprocess.TimeoutExpired) as stopped:
+        subprocess.run(cmd, capture_output=True, timeout=5, check=False)
+    assert stopped.value.stdout == b"--------- beginning of main\nfirst\n"
+    wait_until(lambda: not virtual_phone.state.logs.waiters, "the phone to end the abandoned logcat")
 
 
 def test_forward_list_and_remove(virtual_phone: SimPhone) -> None:

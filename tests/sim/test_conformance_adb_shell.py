@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 import struct
+import threading
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,7 @@ from PIL import Image
 from farm.sim.launcher import SimPhone
 from farm.sim.profile import FaultSpec
 from tests.helpers.phones import FarmFactory
+from tests.sim.clients import adb, wait_until
 
 S_IFMT, S_IFDIR, S_IFREG = 0o170000, 0o040000, 0o100000
 
@@ -98,7 +101,27 @@ def test_framebuffer(direct: AdbDeviceTcp, virtual_phone: SimPhone) -> None:
 def test_logcat_dump_returns(direct: AdbDeviceTcp) -> None:
     direct.shell("logcat -c")
     assert "beginning of" not in direct.shell("logcat -d -b crash")
+    direct.shell("log -p e -t Direct 'over tcp'")
+    brief = direct.shell("logcat -d -v brief -s Direct").splitlines()
+    assert brief[0] == "--------- beginning of main" and len(brief) == 2
+    assert re.fullmatch(r"E/Direct  \( *\d+\): over tcp", brief[1])
+    assert direct.shell("logcat -d Direct:Z; echo status=$?") == (
+        "logcat: Invalid filter expression 'Direct:Z'.\nstatus=1\n")
     assert direct.shell("echo alive") == "alive\n"
+
+
+def test_streaming_logcat_on_the_direct_transport(direct: AdbDeviceTcp, virtual_phone: SimPhone) -> None:
+    # Another client (the adb CLI, through the server) logs while this one streams; -m 1 ends the stream.
+    def log_once_reader_waits() -> None:
+        wait_until(lambda: bool(virtual_phone.state.logs.waiters), "the direct logcat to wait")
+        adb(virtual_phone, "shell", "log -t Stream 'from the other client'")
+
+    writer = threading.Thread(target=log_once_reader_waits, daemon=True)
+    writer.start()
+    lines = "".join(direct.streaming_shell("logcat -v raw -m 1 -s Stream", read_timeout_s=30)).splitlines()
+    writer.join(30)
+    assert lines == ["--------- beginning of main", "from the other client"]
+    assert not virtual_phone.state.logs.waiters
 
 
 def test_root_answers_and_refusals_never_leave_the_transport_stuck(direct: AdbDeviceTcp) -> None:

@@ -20,7 +20,7 @@ from ppadb.device import Device
 from farm.sim.launcher import SimPhone, free_port
 from farm.sim.profile import default_profile
 from tests.helpers.phones import FarmFactory
-from tests.sim.clients import ppadb_device
+from tests.sim.clients import logcat_tasks, phone_loop, ppadb_device, wait_until
 
 S_IFMT, S_IFDIR, S_IFREG = 0o170000, 0o040000, 0o100000
 
@@ -123,7 +123,32 @@ def test_logcat_dump_returns(virtual_phone: SimPhone) -> None:
     d = ppadb_device(virtual_phone)
     d.shell("logcat -c")
     assert "beginning of" not in d.shell("logcat -d -b crash")
+    d.shell("log -p d -t Ppadb 'through the server'")
+    assert d.shell("logcat -d -v tag -s Ppadb") == "--------- beginning of main\nD/Ppadb   : through the server\n"
     assert d.shell("echo alive") == "alive\n"
+
+
+def test_streaming_logcat_closed_by_the_client(virtual_phone: SimPhone) -> None:
+    d = ppadb_device(virtual_phone)
+    seen: list[bytes] = []
+
+    def read_until_line(conn: Connection) -> None:
+        # ppadb hands the open shell connection over: read until the line comes, then hang up.
+        loop = phone_loop(virtual_phone)
+        ppadb_device(virtual_phone).shell("log -t Watch 'seen live'")
+        data = b""
+        while b"seen live\n" not in data:
+            chunk = conn.read(4096)
+            if not chunk:
+                break
+            data += chunk
+        conn.close()
+        seen.append(data)
+        wait_until(lambda: not logcat_tasks(loop), "the streaming logcat to end")
+
+    d.shell("logcat -v raw -s Watch", handler=read_until_line)
+    assert seen == [b"--------- beginning of main\nseen live\n"]
+    wait_until(lambda: not virtual_phone.state.logs.waiters, "the streaming logcat to end")
 
 
 def _upper_echo() -> tuple[socket.socket, int]:

@@ -267,3 +267,20 @@ def test_class_with_method_runs_one_task(tmp_path: Path) -> None:
     argv[argv.index(EVAL_CLASS)] = f"{EVAL_CLASS}#b"
     run_to_text(phone, argv)
     assert [r["id"] for r in scores(phone, "R1")] == ["b"]
+
+
+def test_the_runner_logs_each_test_as_androidx_does(tmp_path: Path) -> None:
+    phone = fast_phone(tmp_path, pass_rate=0.0)
+    out = run_to_text(phone, instrument_argv("R9", push_bundle(phone, "R9", [task("sys-a"), task("sys-b")])))
+    failed = [b.values["test"] for b in parse_status(out) if b.kind == "status" and b.code == -2]
+    assert failed  # nothing passes at pass rate 0
+    entries, _ = phone.logs.read(["main"])
+    runner = [(e.priority, e.message) for e in entries if e.tag == "TestRunner"]
+    expected = [(4, "run started: 2 tests")]
+    for test in ("sys-a", "sys-b"):
+        expected.append((4, f"started: {test}({EVAL_CLASS})"))
+        if test in failed:
+            expected.append((6, f"failed: {test}({EVAL_CLASS})"))
+        expected.append((4, f"finished: {test}({EVAL_CLASS})"))
+    expected.append((4, f"run finished: 2 tests, {len(failed)} failed, 0 ignored"))
+    assert runner == expected

@@ -278,3 +278,10 @@ def test_phones_with_one_profile_have_distinct_hardware_serials(virtual_farm: Fa
     phones = virtual_farm(2)
     serials = {device(p).shell("getprop ro.serialno") for p in phones}
     assert len(serials) == 2 and all(s.startswith("SIM") for s in serials)
+
+
+def test_scripts_get_positional_parameters(virtual_phone: SimPhone) -> None:
+    (virtual_phone.root / "sdcard/args.sh").write_text('echo "$0|$1|${2}|$#|$*"; echo $1x $10\n')
+    d = device(virtual_phone)
+    assert d.shell("sh /sdcard/args.sh one two") == "/sdcard/args.sh|one|two|2|one two\nonex one0"
+    assert d.shell("sh -c 'echo $0 $1 $#' name first; echo [$1]") == "name first 1\n[]"
