@@ -1,6 +1,7 @@
 """P7: hierarchy XML of 1000 nodes → observation text (goal ≤ 5 ms median), and per-step harness
-overhead on the virtual phone (observation + action, model excluded), and uiautomator2 calls with
-and without TCP_NODELAY on its sockets (`host_agent.phone.nodelay_device`).
+overhead on the virtual phone (observation + action, model excluded) against one raw hierarchy dump
+(goal: a step ≤ 1.5× the dump), and uiautomator2 calls through a plain adbutils device and through
+the harness's (`farm.android.adb_link.fast_device`: TCP_NODELAY, no idle waits).
 
 Prints the converter side by side with a plain ElementTree walk, so the ratio is measured in one run
 on one machine; then the same dump as devices and tools vary it (character references, a single-quoted
@@ -151,13 +152,20 @@ def bench_layouts(repeat: int = 200) -> None:
         print(f"  {label:<34} {ms:6.2f} ms   {ratio:5.2f}×   {'MISSED: ' + ', '.join(gaps) if gaps else 'OK'}")
 
 
-def bench_virtual_phone(steps: int = 40) -> None:
-    """Observation + action per step on a virtual phone behind a real adb server (no model)."""
+STEP_RATIO_GOAL = 1.5
+"""A host-executor step (read screen + tap) at most this many times one raw hierarchy dump."""
+
+
+def bench_virtual_phone(steps: int = 60) -> None:
+    """Observation + action per step on a virtual phone behind a real adb server (no model), beside the best raw
+    dump round trip (one hand-written request on a kept-alive stream), in interleaved rounds."""
     import os
 
     os.environ.setdefault("ADBUTILS_ADB_PATH", "/usr/bin/adb")
     import adbutils
+    from bench_u2 import RawStream
 
+    from farm.android.adb_link import fast_device
     from farm.sim.launcher import free_port, kill_adb_server, start_phones
     from host_agent.phone import Phone
 
@@ -165,39 +173,81 @@ def bench_virtual_phone(steps: int = 40) -> None:
     farm = start_phones(1, adb_port=port)
     try:
         sim = farm.phones[0]
-        phone = Phone.connect(adbutils.AdbClient(port=port).device(sim.serial))
+        plain = adbutils.AdbClient(port=port).device(sim.serial)
+        phone = Phone.connect(plain)
         phone.launch("com.android.calculator2")
-        parts: dict[str, list[float]] = {"dump": [], "foreground": [], "convert": [], "read": [], "tap": [], "step": []}
-        for i in range(steps):
+        raw = RawStream(fast_device(plain))
+        parts: dict[str, list[float]] = {k: [] for k in ("dump", "foreground", "convert", "read", "tap", "step", "raw")}
+        for i in range(steps + 5):
             t0 = time.perf_counter()
-            obs = phone.read()
+            raw.dump()
             t1 = time.perf_counter()
+            obs = phone.read()
+            t2 = time.perf_counter()
             key = obs.find(text=str(i % 10))
             assert key is not None
             phone.tap(*key.center)
-            t2 = time.perf_counter()
+            t3 = time.perf_counter()
+            if i < 5:
+                continue  # warm-up
             for name in ("dump", "foreground", "convert"):
                 parts[name].append(obs.timings_ms[name])
-            parts["read"].append((t1 - t0) * 1000)
-            parts["tap"].append((t2 - t1) * 1000)
-            parts["step"].append((t2 - t0) * 1000)
-        bench_nodelay(phone.adb)
+            parts["raw"].append((t1 - t0) * 1000)
+            parts["read"].append((t2 - t1) * 1000)
+            parts["tap"].append((t3 - t2) * 1000)
+            parts["step"].append((t3 - t1) * 1000)
+        raw.close()
+        before = _step_before(plain, steps // 3)
+        bench_nodelay(plain)
+        phone.close()
     finally:
         farm.stop()
         kill_adb_server(port)
+    med = {name: statistics.median(values) for name, values in parts.items()}
     print(f"per-step harness overhead on the virtual phone ({steps} steps: read screen + tap, no model):")
-    for name, values in parts.items():
-        print(f"  {name:<10} median {statistics.median(values):7.1f} ms")
+    for name, value in med.items():
+        note = "   (one raw dump, kept-alive stream)" if name == "raw" else ""
+        print(f"  {name:<10} median {value:7.2f} ms{note}")
+    print(f"  before: uiautomator2 per call + separate focus query: step median {before:.1f} ms")
+    ratio = med["step"] / med["raw"]
+    from goals import goal
+
+    goal("host step (read + tap) vs one raw hierarchy dump", f"{med['step']:.2f} vs {med['raw']:.2f} ms = {ratio:.2f}×",
+         f"≤ {STEP_RATIO_GOAL}×", ratio <= STEP_RATIO_GOAL, f"{ratio:.2f}× > {STEP_RATIO_GOAL}×")
+
+
+def _step_before(adb_device: Any, steps: int) -> float:
+    """The step as it was: uiautomator2's calls on a device with only Nagle off, the focus asked after the dump."""
+    import socket
+
+    import adbutils
+    import uiautomator2
+
+    class _NoDelayOnly(adbutils.AdbDevice):
+        def create_connection(self, network: adbutils.Network, address: int | str) -> socket.socket:
+            sock = super().create_connection(network, address)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            return sock
+
+    d = uiautomator2.connect(_NoDelayOnly(adb_device._client, serial=adb_device.serial))
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        observe_xml(d.dump_hierarchy(), **{k: str(v) for k, v in d.app_current().items() if k != "pid"})
+        d.click(540, 2300)
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
 
 
 def bench_nodelay(adb_device: Any, calls: int = 20) -> None:
-    """The same uiautomator2 calls through a plain AdbDevice and through the TCP_NODELAY one."""
+    """The same uiautomator2 calls through a plain AdbDevice and through the harness's fast one
+    (`farm.android.adb_link.fast_device`: TCP_NODELAY, no idle waits)."""
     import uiautomator2
 
-    from host_agent.phone import nodelay_device
+    from farm.android.adb_link import fast_device
 
     rows = []
-    for label, dev in (("plain", adb_device), ("nodelay", nodelay_device(adb_device))):
+    for label, dev in (("plain", adb_device), ("fast", fast_device(adb_device))):
         d = uiautomator2.connect(dev)
         dump = [0.0] * calls
         click = [0.0] * calls
@@ -208,10 +258,10 @@ def bench_nodelay(adb_device: Any, calls: int = 20) -> None:
             d.click(540, 2300)
             dump[i], click[i] = (t1 - t0) * 1000, (time.perf_counter() - t1) * 1000
         rows.append((label, statistics.median(dump), statistics.median(click)))
-    print(f"uiautomator2 calls, plain vs TCP_NODELAY ({calls} each):")
+    print(f"uiautomator2 calls, plain adbutils device vs the harness's fast device ({calls} each):")
     for label, dump_ms, click_ms in rows:
         print(f"  {label:<8} dump median {dump_ms:6.1f} ms   click median {click_ms:6.1f} ms")
-    print(f"  ratio plain/nodelay: dump {rows[0][1] / rows[1][1]:.1f}×, click {rows[0][2] / rows[1][2]:.1f}×")
+    print(f"  ratio plain/fast: dump {rows[0][1] / rows[1][1]:.1f}×, click {rows[0][2] / rows[1][2]:.1f}×")
 
 
 if __name__ == "__main__":

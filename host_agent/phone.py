@@ -15,7 +15,9 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any, TypeVar
 from xml.parsers.expat import ExpatError
 
+from farm.android.adb_link import fast_device
 from host_agent.observation import Observation, observe_xml
+from host_agent.u2_link import RpcLink
 
 if TYPE_CHECKING:
     from adbutils import AdbDevice
@@ -42,6 +44,10 @@ class Phone:
         self.call_timeout_s = call_timeout_s
         self._size: tuple[int, int] | None = None
         self._worker = _Worker()
+        self.rpc: RpcLink | None = None
+        """The step's calls over one kept-alive stream (set by `connect`; without it, uiautomator2's calls)."""
+        self._side: _Worker | None = None
+        """Runs the foreground query while the main worker dumps the hierarchy (started on first read)."""
         self._broken: str | None = None
 
     @classmethod
@@ -49,24 +55,37 @@ class Phone:
         """Start (or reuse) the uiautomator2 server on the phone."""
         import uiautomator2
 
-        phone = cls(None, adb_device, call_timeout_s=call_timeout_s)
-        phone.u2 = phone._call("connect", lambda: uiautomator2.connect(nodelay_device(adb_device)))
+        # Every connection to the phone (uiautomator2's and the shell's) goes through the fast device.
+        fast = fast_device(adb_device)
+        phone = cls(None, fast, call_timeout_s=call_timeout_s)
+        phone.u2 = phone._call("connect", lambda: uiautomator2.connect(fast))
+        phone.rpc = RpcLink(fast, phone.u2)
         return phone
 
-    def _call(self, what: str, fn: Callable[[], T]) -> T:
+    def _submit(self, what: str, fn: Callable[[], T], worker: _Worker | None = None) -> Future[T]:
         if self._broken is not None:
             raise PhoneError(f"{what}: phone unusable since {self._broken}")
-        future = self._worker.submit(lambda: _guard(fn, what))
+        return (worker or self._worker).submit(lambda: _guard(fn, what))
+
+    def _wait(self, what: str, future: Future[T]) -> T:
         try:
             return future.result(timeout=self.call_timeout_s)
         except FutureTimeout:
             self._broken = f"{what} got no answer in {self.call_timeout_s:g} s"
-            self._worker.stop()
+            self.close()
             raise PhoneError(self._broken) from None
 
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
+        return self._wait(what, self._submit(what, fn))
+
     def close(self) -> None:
-        """Stop the call worker (a stuck call is abandoned, not waited for)."""
+        """Stop the call workers (a stuck call is abandoned, not waited for) and drop the kept stream."""
+        if self.rpc is not None:
+            rpc = self.rpc
+            self._worker.submit(rpc.close)  # after any call still queued, never while one runs
         self._worker.stop()
+        if self._side is not None:
+            self._side.stop()
 
     # --- reads ---------------------------------------------------------------------------------
     def size(self) -> tuple[int, int]:
@@ -78,15 +97,23 @@ class Phone:
 
     def foreground(self) -> tuple[str, str]:
         """Foreground (package, activity)."""
-        current = self._call("app_current", self.u2.app_current)
-        return str(current.get("package", "")), str(current.get("activity", ""))
+        return _app(self._call("app_current", self.u2.app_current))
 
     def read(self, *, screenshot: bool = False) -> Observation:
-        """Dump the hierarchy, ask for the foreground app, convert; optionally take a JPEG."""
+        """Dump the hierarchy and ask for the foreground app at once, convert; optionally take a JPEG.
+
+        The two reads are independent (the dump over the uiautomator2 server, the focus over an adb shell), so
+        they go out together on two connections: a read costs the longer of the two round trips, not their sum.
+        The header still names the focused window's app and activity, as the focus query reports them.
+        """
+        if self._side is None:
+            self._side = _Worker()
         t0 = time.perf_counter()
-        xml = self._call("dump_hierarchy", self.u2.dump_hierarchy)
+        dumped = self._submit("dump_hierarchy", self._dump)
+        focused = self._submit("app_current", lambda: self.u2.app_current(), self._side)
+        xml = self._wait("dump_hierarchy", dumped)
         t1 = time.perf_counter()
-        package, activity = self.foreground()
+        package, activity = _app(self._wait("app_current", focused))
         t2 = time.perf_counter()
         try:
             obs = observe_xml(xml, package=package, activity=activity)
@@ -94,17 +121,34 @@ class Phone:
             # The harness could not read the screen: the attempt ends as an infrastructure error, not a crash.
             raise PhoneError(f"dump_hierarchy: unreadable hierarchy dump ({exc})") from None
         t3 = time.perf_counter()
+        # "foreground": how much longer the focus query took than the dump it ran beside.
         obs.timings_ms = {"dump": (t1 - t0) * 1000, "foreground": (t2 - t1) * 1000, "convert": (t3 - t2) * 1000}
         if screenshot:
             obs.screenshot = self.screenshot_jpeg()
             obs.timings_ms["screenshot"] = (time.perf_counter() - t3) * 1000
         return obs
 
+    def dump(self) -> str:
+        """The hierarchy XML as a read gets it (the dump alone: no focus query, no conversion)."""
+        return self._call("dump_hierarchy", self._dump)
+
+    def _dump(self) -> str:
+        rpc = self.rpc
+        if rpc is None:
+            return str(self.u2.dump_hierarchy())
+        xml = rpc.call("dumpWindowHierarchy", [False, self.u2.settings["max_depth"]])
+        if not xml or '<hierarchy rotation="0" />' in xml:
+            # An empty screen: uiautomator2's own retries, and its document when the screen stays empty.
+            return str(self.u2.dump_hierarchy())
+        return str(xml)
+
     def screenshot_jpeg(self, quality: int = 80) -> bytes:
         """The screen as JPEG bytes."""
         import base64
 
-        data = self._call("takeScreenshot", lambda: self.u2.jsonrpc.takeScreenshot(1, quality))
+        rpc = self.rpc
+        data = self._call("takeScreenshot", lambda: rpc.call("takeScreenshot", [1, quality]) if rpc is not None
+                          else self.u2.jsonrpc.takeScreenshot(1, quality))
         if not data:
             raise PhoneError("takeScreenshot returned nothing")
         return base64.b64decode(data)
@@ -112,11 +156,19 @@ class Phone:
     # --- input ---------------------------------------------------------------------------------
     def tap(self, x: int, y: int) -> None:
         """Tap a point."""
-        self._call("click", lambda: self.u2.click(x, y))
+        rpc = self.rpc
+        if rpc is not None and x >= 1 and y >= 1:  # what uiautomator2's click sends for a point in pixels
+            self._call("click", lambda: rpc.call("click", [x, y]))
+        else:
+            self._call("click", lambda: self.u2.click(x, y))
 
     def long_press(self, x: int, y: int, seconds: float = 0.8) -> None:
         """Touch and hold a point."""
-        self._call("long_click", lambda: self.u2.long_click(x, y, seconds))
+        rpc = self.rpc
+        if rpc is not None and x >= 1 and y >= 1:
+            self._call("long_click", lambda: rpc.call("click", [x, y, int(seconds * 1000)]))
+        else:
+            self._call("long_click", lambda: self.u2.long_click(x, y, seconds))
 
     def swipe(self, x1: int, y1: int, x2: int, y2: int, seconds: float = 0.2) -> None:
         """Drag from one point to another."""
@@ -128,7 +180,11 @@ class Phone:
 
     def press(self, key: str) -> None:
         """Press a key by name (back, home, enter…)."""
-        self._call("press", lambda: self.u2.press(key))
+        rpc = self.rpc
+        if rpc is not None:
+            self._call("press", lambda: rpc.call("pressKey", [key]))
+        else:
+            self._call("press", lambda: self.u2.press(key))
 
     def launch(self, package: str, *, stop: bool = False) -> None:
         """Start an app's launcher activity (optionally force-stopping it first: a fresh start)."""
@@ -147,28 +203,12 @@ class Phone:
 
 
 def nodelay_device(adb_device: AdbDevice) -> AdbDevice:
-    """The same device, but the sockets it opens to phone ports send at once (TCP_NODELAY).
+    """The same device with every connection to the phone fast (TCP_NODELAY, no idle waits): `fast_device`."""
+    return fast_device(adb_device)
 
-    uiautomator2 sends every JSON-RPC call through `AdbDevice.create_connection` (its
-    AdbHTTPConnection), and http.client writes the headers and the body in two sends: with Nagle
-    on the socket to the adb server, the body waits for the delayed ACK of the headers, ~40 ms per
-    call. uiautomator2 takes any AdbDevice instance, so a subclass is the hook.
-    """
-    import socket
 
-    import adbutils
-
-    class _NoDelayDevice(adbutils.AdbDevice):
-        def create_connection(self, network: adbutils.Network, address: int | str) -> socket.socket:
-            sock = super().create_connection(network, address)
-            if sock.family in (socket.AF_INET, socket.AF_INET6):
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            return sock
-
-    # adbutils keeps the client and transport in private fields and offers no copy; these are its
-    # constructor's own arguments.
-    return _NoDelayDevice(adb_device._client, serial=adb_device.serial,
-                          transport_id=getattr(adb_device, "_transport_id", None))
+def _app(current: Any) -> tuple[str, str]:
+    return str(current.get("package", "")), str(current.get("activity", ""))
 
 
 class _Worker:

@@ -19,7 +19,9 @@ short polls, so a run that is stopping (`stop` set: Ctrl-C, SIGTERM) waits at mo
 
 Speed: one `sync:` stream for the whole tree, the tree listed first, then the RECV requests
 pipelined (a bounded window of requests in flight; the phone answers them in order), so the
-phone never waits for a round trip between files. Memory stays one 64 KiB chunk plus a read buffer.
+phone never waits for a round trip between files. A file's DATA payloads are gathered into 1 MiB writes; a big
+file's are written by another thread while the next ones arrive. Memory stays RING (3) 1 MiB chunks plus a 1 MiB
+read buffer.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
@@ -58,7 +61,13 @@ _FAIL_MAX = DATA_MAX
 """Longest FAIL message read (adbd's are one short line); a longer announcement is a protocol error."""
 _LOCAL_NAME_MAX = 255
 """Longest file name (bytes) the local file systems take (NAME_MAX); a phone's file system may allow longer ones."""
-_READ_BUFFER = 256 * 1024
+_READ_BUFFER = 1024 * 1024
+"""Bytes read from the socket at most per call (each call a syscall; fewer, larger ones for a big file)."""
+_COALESCE = 1024 * 1024
+"""The DATA payloads of one file gathered back to back before they are handed on (a 1 MiB write, not 16)."""
+RING = 3
+"""Gather buffers of a session: up to RING - 1 chunks of a big file are being written while the next one fills."""
+_RCVBUF = 4 * 1024 * 1024
 WINDOW_FILES = 32
 """RECV requests in flight at most; the replies wait in the adb server's flow-controlled stream, not here."""
 _HEAD = struct.Struct("<4sI")
@@ -149,11 +158,15 @@ class SyncSession:
         return stall_window(self._stall_s, self._stop)
 
     def _open(self) -> None:
-        from adbutils import AdbTimeout
+        from adbutils import AdbDevice, AdbTimeout
+
+        from farm.android.adb_link import fast_device
 
         window = self._window()
+        # A real device's transport opens without adbutils' idle waits (`adb_link`); a stand-in is used as it is.
+        device = fast_device(self._device) if isinstance(self._device, AdbDevice) else self._device
         try:
-            self._c = self._device.open_transport(timeout=window)
+            self._c = device.open_transport(timeout=window)
         except (AdbTimeout, TimeoutError):
             raise SyncStalled(f"no answer from the phone for {window:g} s (opening a sync stream)") from None
         try:
@@ -167,12 +180,17 @@ class SyncSession:
         self._sock = self._c.conn
         if isinstance(self._sock, socket.socket):
             self._polled = True
+            # Room for the adb server to keep sending while a file is written out (its flow control waits on us).
+            with contextlib.suppress(OSError):
+                self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _RCVBUF)
             self._in: io.BufferedReader = io.BufferedReader(
                 _PolledSocket(self._sock, self._stall_s, self._stop), _READ_BUFFER)
         else:  # a stand-in socket (tests) that offers only makefile: read as it is, without polls
             self._polled = False
             self._in = self._sock.makefile("rb", buffering=_READ_BUFFER)
-        self._chunk = bytearray(DATA_MAX)
+        # Buffers taken in turn by gathered chunks: earlier ones are written out while the next one fills.
+        self._chunks = tuple(bytearray(_COALESCE) for _ in range(RING))
+        self._turn = 0
 
     def _send(self, data: bytes) -> None:
         if not self._polled:
@@ -246,24 +264,41 @@ class SyncSession:
                     return Listing(out, cut=True)
             out.append(Entry(name, mode, size))
 
-    def reply(self) -> Iterator[memoryview]:
-        """The next RECV answer in chunks (each valid until the next one); consume it whole to stay in step."""
-        view = memoryview(self._chunk)
+    def reply(self, *, gather: bool = False) -> Iterator[memoryview]:
+        """The next RECV answer in chunks (each valid until the next one); consume it whole to stay in step.
+
+        A chunk is one DATA payload, or with `gather` the payloads that arrived back to back, up to _COALESCE bytes
+        (fewer, larger writes for a big file; what is held is still bounded). Gathered chunks take RING buffers in
+        turn, so a chunk stays valid while RING - 1 more are handed out: those before can be written out meanwhile.
+        """
+        self._turn = 0
+        view = memoryview(self._chunks[0])
+        room = len(view) if gather else DATA_MAX
+        at = 0
         while True:
             ident, length = _HEAD.unpack(self._read(_HEAD.size))
             if ident == b"DONE":
+                if at:
+                    yield view[:at]
                 return
             if ident == b"FAIL" and length <= DATA_MAX:
                 raise SyncFail(self._read(length).decode("utf-8", "replace"))
             if ident != b"DATA" or length > DATA_MAX:
                 raise SyncLost(f"sync: unexpected {ident!r} of {length} bytes answering RECV")
+            if at + length > room:
+                yield view[:at]
+                self._turn = (self._turn + 1) % RING
+                view, at = memoryview(self._chunks[self._turn]), 0
             got = 0
             while got < length:
-                n = self._in.readinto(view[got:length])
+                n = self._in.readinto(view[at + got:at + length])
                 if not n:
                     raise SyncLost(f"sync stream closed by the phone mid-chunk ({got} of {length} bytes)")
                 got += n
-            yield view[:length]
+            at += length
+            if not gather:
+                yield view[:at]
+                at = 0
 
     def recv(self, path: str) -> Iterator[memoryview]:
         """Request one file and yield its chunks."""
@@ -585,11 +620,17 @@ class _Refused(Exception):
 
 def _pull_files(sync: SyncSession, jobs: list[_Job], limits: PullLimits, result: PullResult) -> None:
     """Fetch `jobs` with up to WINDOW_FILES requests in flight, in order."""
+    # The writer thread starts with the first big file; a tree of small files never starts it.
+    with ThreadPoolExecutor(1, thread_name_prefix="pull-write") as writer:
+        _pull_in_turn(sync, deque(jobs), limits, result, writer)
+
+
+def _pull_in_turn(sync: SyncSession, todo: deque[_Job], limits: PullLimits, result: PullResult,
+                  writer: ThreadPoolExecutor) -> None:
+    mode = new_file_mode()  # once per pull, not per file
+    flight: deque[_Job] = deque()
     max_file = int(limits.max_file_mb * _MB)
     max_total = int(limits.max_total_mb * _MB)
-    mode = new_file_mode()  # once per pull, not per file
-    todo = deque(jobs)
-    flight: deque[_Job] = deque()
     while todo or flight:
         while todo and len(flight) < WINDOW_FILES:
             job = todo.popleft()
@@ -600,7 +641,7 @@ def _pull_files(sync: SyncSession, jobs: list[_Job], limits: PullLimits, result:
         cap, over = (max_file, "file grew past the size cap") if max_file <= room else (
             room, f"tree larger than {limits.max_total_mb:g} MB")
         try:
-            result.bytes += _receive(sync, job.local, cap, over, mode)
+            result.bytes += _receive(sync, job.local, cap, over, mode, writer if job.size > _COALESCE else None)
             result.files += 1
         except SyncFail as exc:
             result.refused.append(f"{job.rpath!r}: FAIL {_said(str(exc))}")
@@ -621,19 +662,39 @@ def _temp(parent: Path) -> tuple[int, str]:
         return tempfile.mkstemp(prefix=".pull.", dir=parent)
 
 
-def _receive(sync: SyncSession, local: Path, cap: int, over: str, mode: int) -> int:
-    """Read the next RECV answer into a temp file beside `local` and link it into place; returns its size."""
+def _write_all(fd: int, chunk: memoryview) -> None:
+    while chunk:
+        chunk = chunk[os.write(fd, chunk):]
+
+
+def _receive(sync: SyncSession, local: Path, cap: int, over: str, mode: int,
+             writer: ThreadPoolExecutor | None = None) -> int:
+    """Read the next RECV answer into a temp file beside `local` and link it into place; returns its size.
+
+    With `writer` (a big file), each chunk is written out by that thread while the next one is read.
+    """
     fd, tmp = _temp(local.parent)
     size = 0
     try:
+        pending: deque[Future[None]] = deque()
         try:
-            for chunk in sync.reply():
+            for chunk in sync.reply(gather=True):
                 size += len(chunk)
+                # The chunk after this one fills the buffer of the RING-1'th write back: that one must be done.
+                while len(pending) >= RING - 1:
+                    pending.popleft().result()
                 if size <= cap:  # past the cap: keep reading so the stream stays in step
-                    while chunk:
-                        chunk = chunk[os.write(fd, chunk):]
+                    if writer is None:
+                        _write_all(fd, chunk)
+                    else:
+                        pending.append(writer.submit(_write_all, fd, chunk))
+            while pending:
+                pending.popleft().result()
             os.fchmod(fd, mode)  # mkstemp's 0600 would keep the evidence from other readers
         finally:
+            while pending:  # the read failed while writes ran: they must end before the file is closed
+                with contextlib.suppress(OSError):
+                    pending.popleft().result()
             os.close(fd)
         if size > cap:
             raise _Refused(over)
