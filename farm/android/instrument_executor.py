@@ -29,7 +29,8 @@ from farm.android.executor import ExecutorName, ExecutorOutcome, PhoneJob, Progr
 from farm.android.harness_look import take_looks
 from farm.android.instrument_parser import InstrumentParser
 from farm.android.options import RunOptions
-from farm.android.pull import LINK_STALLED, RETRY_WAITS_S, STOP_GRACE_S, pull_tree_retrying, stall_window
+from farm.android.pull import LINK_STALLED, RETRY_WAITS_S, pull_tree_retrying
+from farm.android.sync_stream import STOP_GRACE_S, stall_window
 from farm.config import PullLimits
 from farm.fsutil import atomic_write_text
 

@@ -23,8 +23,9 @@ from farm.android.agent_contract import BundleTask
 from farm.android.bundle import bundle_device_path
 from farm.android.phone_records import summary_source, with_evidence
 from farm.android.prepare import PhoneFacts, Resolver, installed_packages, prepare, signed_in
-from farm.android.pull import FileTooLarge, SyncStalled, pull_tree, read_file, remote_mode
+from farm.android.pull import pull_tree
 from farm.android.pull_limits import PullCaps, caps_of, read_scores
+from farm.android.sync_stream import FileTooLarge, SyncStalled, read_file, remote_mode
 from farm.config import DEFAULT_STALL_S, FarmConfig, InstrumentProfile
 from farm.errors import FarmError
 from farm.names import check_name

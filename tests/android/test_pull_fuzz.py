@@ -17,8 +17,8 @@ from adbutils import AdbError
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from farm.android import pull
-from farm.android.pull import DATA_MAX, Entry, SyncFail, SyncLost, SyncSession, pull_tree, refuse_reason
+from farm.android.pull import pull_tree, refuse_reason
+from farm.android.sync_stream import _NAME_MAX, DATA_MAX, Entry, SyncFail, SyncLost, SyncSession
 from farm.config import PullLimits
 
 _HEAD = struct.Struct("<4sI")
@@ -178,7 +178,7 @@ class FakePhone:
 # --- the session on any bytes -------------------------------------------------------------------------------
 
 _OPS = st.sampled_from(["stat", "list", "recv"])
-_LIMIT = max(pull._NAME_MAX, DATA_MAX, _DENT.size)
+_LIMIT = max(_NAME_MAX, DATA_MAX, _DENT.size)
 
 
 @given(_OPS, st.binary(max_size=200), st.integers(1, 64))

@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import farm.android.pull as pull
-from farm.android.pull import DATA_MAX, SyncFail, SyncSession
+from farm.android.sync_stream import COALESCE, DATA_MAX, SyncFail, SyncSession
 
 _HEAD = struct.Struct("<4sI")
 
@@ -83,7 +83,7 @@ def test_gathered_payloads_are_the_file_byte_for_byte(size: int, cuts: list[int]
     try:
         got = bytearray()
         for chunk in session.reply(gather=True):
-            assert 0 < len(chunk) <= pull._COALESCE
+            assert 0 < len(chunk) <= COALESCE
             got += chunk
         assert bytes(got) == content
     finally:

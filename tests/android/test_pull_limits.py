@@ -27,9 +27,10 @@ import farm.android.pull as pull
 from farm import manifest as mf
 from farm.android.phone_records import phone_records
 from farm.android.prepare import Prepared
-from farm.android.pull import Listing, PullResult, SyncFail, SyncLost, SyncSession, pull_tree
+from farm.android.pull import PullResult, pull_tree
 from farm.android.pull_limits import PullCaps, TooLong, bounded_lines, caps_of, read_scores
 from farm.android.pull_run import pull_run
+from farm.android.sync_stream import Entry, Listing, SyncFail, SyncLost, SyncSession
 from farm.config import FarmConfig, PullLimits
 from farm.report.aggregate import aggregate
 from farm.results.normalise import Context
@@ -100,7 +101,7 @@ def test_a_fail_answering_list_is_an_error_for_that_directory_never_an_entry(bef
 def test_a_listing_is_read_by_reply_id() -> None:
     session = SyncSession(_Canned(_dent(".", DIR) + _dent("..", DIR) + _dent("a", FILE, 3) + DONE))  # type: ignore[arg-type]
     listing = session.list("/d")
-    assert listing == Listing([pull.Entry(".", DIR, 1), pull.Entry("..", DIR, 1), pull.Entry("a", FILE, 3)])
+    assert listing == Listing([Entry(".", DIR, 1), Entry("..", DIR, 1), Entry("a", FILE, 3)])
     for garbage in (b"DATA" + bytes(16), b"STAT" + bytes(16), b"\0" * 20):
         with pytest.raises(SyncLost, match="answering LIST"):
             SyncSession(_Canned(_dent("a") + garbage)).list("/d")  # type: ignore[arg-type]

@@ -25,8 +25,9 @@ from farm.android.instrument_executor import InstrumentExecutor
 from farm.android.options import AgentOptions, RunOptions
 from farm.android.phone_records import phone_records
 from farm.android.prepare import Prepared
-from farm.android.pull import STOP_GRACE_S, pull_tree_retrying
+from farm.android.pull import pull_tree_retrying
 from farm.android.pull_run import pull_run
+from farm.android.sync_stream import STOP_GRACE_S
 from farm.config import FarmConfig, PullLimits
 from farm.results.normalise import Context
 from farm.results.store import read_records
