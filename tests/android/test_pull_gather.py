@@ -20,22 +20,9 @@ from hypothesis import strategies as st
 
 import farm.android.pull as pull
 from farm.android.sync_stream import COALESCE, DATA_MAX, SyncFail, SyncSession
+from tests.helpers.sync_conn import SyncConn
 
 _HEAD = struct.Struct("<4sI")
-
-
-class _Conn:
-    def __init__(self, sock: socket.socket) -> None:
-        self.conn = sock
-
-    def send_command(self, command: str) -> None:
-        assert command == "sync:"
-
-    def check_okay(self) -> None:
-        pass
-
-    def close(self) -> None:
-        self.conn.close()
 
 
 class _Phone:
@@ -45,7 +32,7 @@ class _Phone:
         self.answer = answer
         self.threads: list[threading.Thread] = []
 
-    def open_transport(self, timeout: float | None = None) -> _Conn:
+    def open_transport(self, timeout: float | None = None) -> SyncConn:
         here, there = socket.socketpair()
 
         def write() -> None:
@@ -58,7 +45,7 @@ class _Phone:
         thread = threading.Thread(target=write, daemon=True)
         thread.start()
         self.threads.append(thread)
-        return _Conn(here)
+        return SyncConn(here)
 
 
 def _recv_answer(content: bytes, cuts: list[int]) -> bytes:

@@ -38,6 +38,7 @@ from farm.results.store import read_records
 from farm.sim.launcher import SimPhone
 from tests.helpers.hostile_trees import deep_dirs, endless_line, tiny_scores, wide_dir
 from tests.helpers.records import score_line, scores_text
+from tests.helpers.sync_conn import SyncConn
 
 EVAL = "/sdcard/Android/data/dev.agentfarm.simagent/files/eval"
 REMOTE = "/sdcard/eval/r1"
@@ -50,20 +51,6 @@ DIR, FILE = 0o040755, 0o100644
 # --- the sync client on canned answers ------------------------------------------------------------------------
 
 
-class _Conn:
-    def __init__(self, sock: socket.socket) -> None:
-        self.conn = sock
-
-    def send_command(self, command: str) -> None:
-        assert command == "sync:"
-
-    def check_okay(self) -> None:
-        pass
-
-    def close(self) -> None:
-        self.conn.close()
-
-
 class _Canned:
     """A device whose sync streams answer with canned bytes, one answer per stream (a real socket pair each)."""
 
@@ -71,12 +58,12 @@ class _Canned:
         self.answers = list(answers)
         self.peers: list[socket.socket] = []
 
-    def open_transport(self, timeout: float | None = None) -> _Conn:
+    def open_transport(self, timeout: float | None = None) -> SyncConn:
         here, there = socket.socketpair()
         there.sendall(self.answers.pop(0))
         there.shutdown(socket.SHUT_WR)  # the phone says nothing more: a read past the answer is the stream's end
         self.peers.append(there)
-        return _Conn(here)
+        return SyncConn(here)
 
 
 def _dent(name: str, mode: int = FILE, size: int = 1) -> bytes:
