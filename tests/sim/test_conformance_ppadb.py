@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import socket
 import struct
-import threading
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from ppadb.device import Device
 
 from farm.sim.launcher import SimPhone, free_port
 from farm.sim.profile import default_profile
+from tests.helpers.echo import upper_echo_server
 from tests.helpers.phones import FarmFactory
 from tests.sim.clients import logcat_tasks, phone_loop, ppadb_device, wait_until
 
@@ -151,23 +151,8 @@ def test_streaming_logcat_closed_by_the_client(virtual_phone: SimPhone) -> None:
     wait_until(lambda: not virtual_phone.state.logs.waiters, "the streaming logcat to end")
 
 
-def _upper_echo() -> tuple[socket.socket, int]:
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-
-    def serve() -> None:
-        conn, _ = server.accept()
-        with conn:
-            while data := conn.recv(65536):
-                conn.sendall(data.upper())
-
-    threading.Thread(target=serve, daemon=True).start()
-    return server, server.getsockname()[1]
-
-
 def test_forward_reaches_a_device_socket(virtual_farm: FarmFactory) -> None:
-    echo, echo_port = _upper_echo()
+    echo, echo_port = upper_echo_server()
     profile = default_profile()
     profile.chrome_devtools = f"127.0.0.1:{echo_port}"
     phone = virtual_farm(1, profile=profile)[0]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import socket
 import struct
 import subprocess
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import adbutils
@@ -13,6 +12,7 @@ import adbutils
 from farm.sim.adbd import A_CNXN, A_OKAY, A_OPEN, A_VERSION
 from farm.sim.launcher import SimPhone, adb_binary
 from farm.sim.profile import PhoneProfile, default_profile
+from tests.helpers.echo import upper_echo_server
 from tests.helpers.phones import FarmFactory
 
 
@@ -158,23 +158,8 @@ def test_devtools_socket_refused_without_bridge(virtual_phone: SimPhone) -> None
     raise AssertionError("no chrome_devtools configured: the OPEN must be refused")
 
 
-def _echo_server() -> tuple[socket.socket, int]:
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-
-    def serve() -> None:
-        conn, _ = server.accept()
-        with conn:
-            while data := conn.recv(65536):
-                conn.sendall(data.upper())
-
-    threading.Thread(target=serve, daemon=True).start()
-    return server, server.getsockname()[1]
-
-
 def test_create_connection_bridges_devtools(virtual_farm: FarmFactory) -> None:
-    server, port = _echo_server()
+    server, port = upper_echo_server()
     profile: PhoneProfile = default_profile()
     profile.chrome_devtools = f"127.0.0.1:{port}"
     phone = virtual_farm(1, profile=profile)[0]
